@@ -1,0 +1,243 @@
+package services
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// change is one state change of an action: the entry to append and, unless
+// next is nil, the action's new state. It is written by commit, the only code
+// that writes the actions table.
+type change struct {
+	prev   *Action // as read; nil when the intent creates the action
+	next   *Action // the new state; nil when only an entry is appended
+	entry  Entry   // Seq is assigned by commit
+	events []string
+}
+
+// errLostRace means the action changed (or was created) between the read and
+// the write; the caller reads again and decides again.
+var errLostRace = errors.New("ledger: action changed concurrently")
+
+// commit writes a change atomically: the entry is appended and the action
+// updated (or created) in one statement on PostgreSQL and one transaction on
+// SQLite, conditional on the version that was read. Every change bumps the
+// action's entry sequence, which also orders the timeline.
+func (l *Ledger) commit(ctx context.Context, ch *change) (*Action, *Entry, error) {
+	var (
+		act *Action
+		err error
+	)
+	switch {
+	case ch.prev == nil && l.st.Dialect == Postgres:
+		act, err = l.insertPostgres(ctx, ch)
+	case ch.prev == nil:
+		act, err = l.insertSQLite(ctx, ch)
+	case l.st.Dialect == Postgres:
+		act, err = l.updatePostgres(ctx, ch)
+	default:
+		act, err = l.updateSQLite(ctx, ch)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	e := ch.entry
+	e.Seq = act.entrySeq
+	return act, &e, nil
+}
+
+func newID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// jsonArg passes JSON to the driver: raw bytes for jsonb, text for SQLite.
+func (l *Ledger) jsonArg(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	if l.st.Dialect == SQLite {
+		return string(b)
+	}
+	return b
+}
+
+func (l *Ledger) entryArgs(ch *change, actionID, namespace string) []any {
+	e := &ch.entry
+	return []any{e.ID, actionID, namespace, e.Type, e.Actor.Kind, e.Actor.Name, e.Attempt,
+		l.jsonArg(e.Payload), e.OccurredAt, e.RecordedAt}
+}
+
+const pgInsert = `
+WITH a AS (
+	INSERT INTO actions (id, namespace, key, tool, effect, status, attempt, version, lease_until,
+		reference, agent, run_id, fingerprint, params, result, external_ref, retriable, entry_seq,
+		created_at, updated_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $10, $11, $12, $13, NULL, NULL, false, 1, $14, $14)
+	ON CONFLICT (namespace, key) DO NOTHING
+	RETURNING id, namespace
+)
+INSERT INTO entries (id, action_id, namespace, seq, type, actor_kind, actor_name, attempt, payload,
+	occurred_at, recorded_at)
+SELECT $15, a.id, a.namespace, 1, $16, $17, $18, $19, $20, $21, $22 FROM a
+RETURNING seq`
+
+func (l *Ledger) insertPostgres(ctx context.Context, ch *change) (*Action, error) {
+	n := ch.next
+	e := &ch.entry
+	var seq int
+	err := l.st.wsq.QueryRowContext(ctx, pgInsert,
+		n.ID, n.Namespace, n.Key, n.Tool, n.Effect, n.Status, n.Attempt, n.LeaseUntil,
+		n.Reference, n.Agent, n.runID, n.fingerprint, l.jsonArg(n.Params), n.CreatedAt,
+		e.ID, e.Type, e.Actor.Kind, e.Actor.Name, e.Attempt, l.jsonArg(e.Payload), e.OccurredAt, e.RecordedAt,
+	).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errLostRace
+	}
+	if err != nil {
+		return nil, dbError("ledger: create action", err)
+	}
+	act := n.clone()
+	act.Version, act.entrySeq = 1, seq
+	return act, nil
+}
+
+const pgUpdate = `
+WITH a AS (
+	UPDATE actions SET status = $3, attempt = $4, version = $5, lease_until = $6, result = $7,
+		external_ref = $8, retriable = $9, updated_at = $10, entry_seq = entry_seq + 1
+	WHERE id = $1 AND version = $2
+	RETURNING id, namespace, entry_seq
+)
+INSERT INTO entries (id, action_id, namespace, seq, type, actor_kind, actor_name, attempt, payload,
+	occurred_at, recorded_at)
+SELECT $11, a.id, a.namespace, a.entry_seq, $12, $13, $14, $15, $16, $17, $18 FROM a
+RETURNING seq`
+
+func (l *Ledger) updatePostgres(ctx context.Context, ch *change) (*Action, error) {
+	n := nextState(ch)
+	e := &ch.entry
+	var seq int
+	err := l.st.wsq.QueryRowContext(ctx, pgUpdate,
+		n.ID, ch.prev.Version, n.Status, n.Attempt, n.Version, n.LeaseUntil, l.jsonArg(n.Result),
+		n.ExternalRef, n.retriable, n.UpdatedAt,
+		e.ID, e.Type, e.Actor.Kind, e.Actor.Name, e.Attempt, l.jsonArg(e.Payload), e.OccurredAt, e.RecordedAt,
+	).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errLostRace
+	}
+	if err != nil {
+		return nil, dbError("ledger: update action", err)
+	}
+	n.entrySeq = seq
+	return n, nil
+}
+
+// nextState is the action as it will be stored: the new state with a bumped
+// version, or the unchanged action when only an entry is appended.
+func nextState(ch *change) *Action {
+	if ch.next == nil {
+		return ch.prev.clone()
+	}
+	n := ch.next.clone()
+	n.Version = ch.prev.Version + 1
+	n.UpdatedAt = ch.entry.RecordedAt
+	return n
+}
+
+const sqliteInsertEntry = `INSERT INTO entries (id, action_id, namespace, seq, type, actor_kind,
+	actor_name, attempt, payload, occurred_at, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+func (l *Ledger) insertSQLite(ctx context.Context, ch *change) (*Action, error) {
+	n := ch.next
+	var act *Action
+	err := l.sqliteTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO actions (id, namespace, key, tool, effect, status,
+			attempt, version, lease_until, reference, agent, run_id, fingerprint, params, result,
+			external_ref, retriable, entry_seq, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, NULL, NULL, false, 1, ?, ?)
+			ON CONFLICT (namespace, key) DO NOTHING`,
+			n.ID, n.Namespace, n.Key, n.Tool, n.Effect, n.Status, n.Attempt, n.LeaseUntil,
+			n.Reference, n.Agent, n.runID, n.fingerprint, l.jsonArg(n.Params), n.CreatedAt, n.CreatedAt)
+		if err != nil {
+			return err
+		}
+		if k, _ := res.RowsAffected(); k == 0 {
+			return errLostRace
+		}
+		args := l.entryArgs(ch, n.ID, n.Namespace)
+		args = append(args[:3], append([]any{1}, args[3:]...)...)
+		if _, err := tx.ExecContext(ctx, sqliteInsertEntry, args...); err != nil {
+			return err
+		}
+		act = n.clone()
+		act.Version, act.entrySeq = 1, 1
+		return nil
+	})
+	return act, err
+}
+
+func (l *Ledger) updateSQLite(ctx context.Context, ch *change) (*Action, error) {
+	n := nextState(ch)
+	err := l.sqliteTx(ctx, func(tx *sql.Tx) error {
+		var seq int
+		err := tx.QueryRowContext(ctx, `UPDATE actions SET status = ?, attempt = ?, version = ?,
+			lease_until = ?, result = ?, external_ref = ?, retriable = ?, updated_at = ?,
+			entry_seq = entry_seq + 1 WHERE id = ? AND version = ? RETURNING entry_seq`,
+			n.Status, n.Attempt, n.Version, n.LeaseUntil, l.jsonArg(n.Result), n.ExternalRef,
+			n.retriable, n.UpdatedAt, n.ID, ch.prev.Version).Scan(&seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errLostRace
+		}
+		if err != nil {
+			return err
+		}
+		args := l.entryArgs(ch, n.ID, n.Namespace)
+		args = append(args[:3], append([]any{seq}, args[3:]...)...)
+		if _, err := tx.ExecContext(ctx, sqliteInsertEntry, args...); err != nil {
+			return err
+		}
+		n.entrySeq = seq
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// sqliteTx runs fn in a write transaction on the single writer connection.
+func (l *Ledger) sqliteTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := l.st.wsq.BeginTx(ctx, nil)
+	if err != nil {
+		return dbError("ledger: begin", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		if errors.Is(err, errLostRace) {
+			return err
+		}
+		return dbError("ledger: write", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return dbError("ledger: commit", err)
+	}
+	return nil
+}
+
+func marshalPayload(p map[string]any) json.RawMessage {
+	if p == nil {
+		return json.RawMessage(`{}`)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		// Payloads are built from validated input; this cannot fail.
+		panic(fmt.Sprintf("ledger: marshal payload: %v", err))
+	}
+	return b
+}
+
+func utcNow() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }

@@ -1,0 +1,257 @@
+package services
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits of the wire contract.
+const (
+	MaxKeyBytes     = 255
+	MaxToolChars    = 128
+	MaxJSONBytes    = 64 << 10 // params and result, serialized
+	MaxTextBytes    = 64 << 10 // error and message
+	MaxLabelBytes   = 255      // agent, run_id, external_ref
+	MaxReference    = 1024
+	MaxBatchEntries = 500
+	DefaultTimeout  = 300 * time.Second
+	MaxTimeout      = 604800 * time.Second
+)
+
+// EntryInput is one ledger entry as an agent sends it. Pointers tell absent
+// fields from zero values.
+type EntryInput struct {
+	Key         string          `json:"key"`
+	Type        string          `json:"type"`
+	Tool        *string         `json:"tool,omitempty"`
+	Effect      *string         `json:"effect,omitempty"`
+	Params      json.RawMessage `json:"params,omitempty"`
+	Timeout     *float64        `json:"timeout,omitempty"`
+	Reference   *string         `json:"reference,omitempty"`
+	Agent       *string         `json:"agent,omitempty"`
+	RunID       *string         `json:"run_id,omitempty"`
+	Attempt     *int            `json:"attempt,omitempty"`
+	Result      json.RawMessage `json:"result,omitempty"`
+	ExternalRef *string         `json:"external_ref,omitempty"`
+	Error       *string         `json:"error,omitempty"`
+	Retriable   *bool           `json:"retriable,omitempty"`
+	Message     *string         `json:"message,omitempty"`
+	OccurredAt  *time.Time      `json:"occurred_at,omitempty"`
+}
+
+// DecodeEntry parses one entry strictly (unknown fields and trailing data are
+// rejected) and validates it. Every failure is an *Error with code invalid.
+func DecodeEntry(raw []byte) (EntryInput, error) {
+	var in EntryInput
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return EntryInput{}, DescribeJSONError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return EntryInput{}, Errorf(CodeInvalid, "unexpected data after the entry object")
+	}
+	return in, in.Validate()
+}
+
+// DescribeJSONError turns an encoding/json error into an invalid error that
+// names the field.
+func DescribeJSONError(err error) *Error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	var pe *time.ParseError
+	switch {
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			return Errorf(CodeInvalid, "expected a JSON object, got %s", te.Value)
+		}
+		return Errorf(CodeInvalid, "field %q must be %s, got %s", field, jsonTypeName(te.Type.String()), te.Value)
+	case errors.As(err, &se):
+		return Errorf(CodeInvalidJSON, "malformed JSON at byte %d: %v", se.Offset, se)
+	case errors.As(err, &pe):
+		return Errorf(CodeInvalid, "field \"occurred_at\" must be an RFC 3339 time: %v", pe)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return Errorf(CodeInvalidJSON, "malformed JSON: unexpected end of input")
+	}
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return Errorf(CodeInvalid, "unknown field %s", rest)
+	}
+	return Errorf(CodeInvalid, "%s", strings.TrimPrefix(msg, "json: "))
+}
+
+func jsonTypeName(goType string) string {
+	switch {
+	case goType == "string", goType == "*string":
+		return "a string"
+	case strings.Contains(goType, "int"):
+		return "an integer"
+	case strings.Contains(goType, "float"):
+		return "a number"
+	case strings.Contains(goType, "bool"):
+		return "a boolean"
+	case strings.Contains(goType, "Time"):
+		return "an RFC 3339 time"
+	}
+	return "of type " + goType
+}
+
+// allowed lists, per type, the optional fields besides key, type, agent,
+// run_id and occurred_at.
+var allowedFields = map[string][]string{
+	TypeIntent:      {"tool", "effect", "params", "timeout", "reference"},
+	TypeHeartbeat:   {"attempt", "timeout"},
+	TypeSucceeded:   {"attempt", "result", "external_ref"},
+	TypeFailed:      {"attempt", "error", "retriable"},
+	TypeCompensated: {"attempt", "external_ref"},
+	TypeNote:        {"attempt", "message"},
+}
+
+// Validate checks the rules of SPEC's entry table.
+func (in *EntryInput) Validate() error {
+	if err := ValidateKey(in.Key); err != nil {
+		return err
+	}
+	allowed, ok := allowedFields[in.Type]
+	if !ok {
+		if in.Type == "" {
+			return Errorf(CodeInvalid, "field \"type\" is required: one of intent, heartbeat, succeeded, failed, compensated, note")
+		}
+		return Errorf(CodeInvalid, "unknown type %q: use intent, heartbeat, succeeded, failed, compensated or note", in.Type)
+	}
+	present := map[string]bool{
+		"tool": in.Tool != nil, "effect": in.Effect != nil, "params": in.Params != nil,
+		"timeout": in.Timeout != nil, "reference": in.Reference != nil, "attempt": in.Attempt != nil,
+		"result": in.Result != nil, "external_ref": in.ExternalRef != nil, "error": in.Error != nil,
+		"retriable": in.Retriable != nil, "message": in.Message != nil,
+	}
+	for _, f := range allowed {
+		delete(present, f)
+	}
+	for _, f := range []string{"tool", "effect", "params", "timeout", "reference", "attempt", "result", "external_ref", "error", "retriable", "message"} {
+		if present[f] {
+			return Errorf(CodeInvalid, "field %q does not apply to %s entries", f, in.Type)
+		}
+	}
+	if err := checkLabel("agent", in.Agent, MaxLabelBytes); err != nil {
+		return err
+	}
+	if err := checkLabel("run_id", in.RunID, MaxLabelBytes); err != nil {
+		return err
+	}
+	if err := checkLabel("external_ref", in.ExternalRef, MaxLabelBytes); err != nil {
+		return err
+	}
+	if err := checkLabel("reference", in.Reference, MaxReference); err != nil {
+		return err
+	}
+	if in.Timeout != nil {
+		t := *in.Timeout
+		if t < 1 || t > MaxTimeout.Seconds() {
+			return Errorf(CodeInvalid, "field \"timeout\" must be between 1 and 604800 seconds, got %v", t)
+		}
+	}
+	if in.Type != TypeIntent && in.Type != TypeNote {
+		if in.Attempt == nil {
+			return Errorf(CodeInvalid, "field \"attempt\" is required for %s entries", in.Type)
+		}
+	}
+	if in.Attempt != nil && *in.Attempt < 1 {
+		return Errorf(CodeInvalid, "field \"attempt\" must be 1 or more, got %d", *in.Attempt)
+	}
+	switch in.Type {
+	case TypeIntent:
+		if in.Tool == nil || *in.Tool == "" {
+			return Errorf(CodeInvalid, "field \"tool\" is required for intent entries")
+		}
+		if n := utf8.RuneCountInString(*in.Tool); n > MaxToolChars || !printable(*in.Tool) {
+			return Errorf(CodeInvalid, "field \"tool\" must be 1 to 128 printable characters")
+		}
+		if in.Effect != nil {
+			switch *in.Effect {
+			case EffectReadOnly, EffectIdempotent, EffectKeyed, EffectUnkeyed:
+			default:
+				return Errorf(CodeInvalid, "unknown effect %q: use read_only, idempotent, keyed or unkeyed", *in.Effect)
+			}
+		}
+		if in.Params != nil && !bytes.Equal(bytes.TrimSpace(in.Params), []byte("null")) {
+			if len(in.Params) > MaxJSONBytes {
+				return Errorf(CodeInvalid, "field \"params\" is %d bytes; the limit is %d", len(in.Params), MaxJSONBytes)
+			}
+			if t := bytes.TrimSpace(in.Params); len(t) == 0 || t[0] != '{' {
+				return Errorf(CodeInvalid, "field \"params\" must be a JSON object")
+			}
+		}
+	case TypeSucceeded:
+		if len(in.Result) > MaxJSONBytes {
+			return Errorf(CodeInvalid, "field \"result\" is %d bytes; the limit is %d", len(in.Result), MaxJSONBytes)
+		}
+	case TypeFailed:
+		if in.Error == nil || *in.Error == "" {
+			return Errorf(CodeInvalid, "field \"error\" is required for failed entries")
+		}
+		if len(*in.Error) > MaxTextBytes || !utf8.ValidString(*in.Error) {
+			return Errorf(CodeInvalid, "field \"error\" must be valid UTF-8 of at most %d bytes", MaxTextBytes)
+		}
+	case TypeNote:
+		if in.Message == nil || *in.Message == "" {
+			return Errorf(CodeInvalid, "field \"message\" is required for note entries")
+		}
+		if len(*in.Message) > MaxTextBytes || !utf8.ValidString(*in.Message) {
+			return Errorf(CodeInvalid, "field \"message\" must be valid UTF-8 of at most %d bytes", MaxTextBytes)
+		}
+	}
+	return nil
+}
+
+// ValidateKey checks an idempotency key: 1–255 bytes of printable UTF-8.
+func ValidateKey(key string) error {
+	switch {
+	case key == "":
+		return Errorf(CodeInvalid, "field \"key\" is required and must not be empty")
+	case len(key) > MaxKeyBytes:
+		return Errorf(CodeInvalid, "field \"key\" is %d bytes; the limit is %d", len(key), MaxKeyBytes)
+	case !utf8.ValidString(key):
+		return Errorf(CodeInvalid, "field \"key\" must be valid UTF-8")
+	case !printable(key):
+		return Errorf(CodeInvalid, "field \"key\" must not contain control or non-printable characters")
+	}
+	return nil
+}
+
+func checkLabel(name string, v *string, max int) error {
+	if v == nil {
+		return nil
+	}
+	if len(*v) > max || !utf8.ValidString(*v) || !printable(*v) {
+		return Errorf(CodeInvalid, "field %q must be at most %d bytes of printable UTF-8", name, max)
+	}
+	return nil
+}
+
+func printable(s string) bool {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// timeout returns the lease the entry asks for.
+func (in *EntryInput) timeout() time.Duration {
+	if in.Timeout == nil {
+		return DefaultTimeout
+	}
+	return time.Duration(*in.Timeout * float64(time.Second))
+}
+
+func (in *EntryInput) String() string { return fmt.Sprintf("%s %q", in.Type, in.Key) }

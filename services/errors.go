@@ -1,0 +1,75 @@
+package services
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error is a failure the caller can act on. Code is stable, lower_snake_case
+// and documented in the OpenAPI document; web/ maps it to an HTTP status.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Is makes errors.Is(err, ErrNotFound) match any *Error with the same code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Errorf returns an *Error with the given code.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// The error codes. Each one is documented in the OpenAPI document.
+const (
+	CodeInvalid                     = "invalid"
+	CodeInvalidJSON                 = "invalid_json"
+	CodeBodyTooLarge                = "body_too_large"
+	CodeTooManyEntries              = "too_many_entries"
+	CodeUnsupportedMediaType        = "unsupported_media_type"
+	CodeUnauthorized                = "unauthorized"
+	CodeForbidden                   = "forbidden"
+	CodeNotFound                    = "not_found"
+	CodeKeyReused                   = "key_reused"
+	CodeStaleAttempt                = "stale_attempt"
+	CodeLeaseLost                   = "lease_lost"
+	CodeInvalidTransition           = "invalid_transition"
+	CodeVersionConflict             = "version_conflict"
+	CodeDuplicateRiskUnacknowledged = "duplicate_risk_unacknowledged"
+	CodeConflict                    = "conflict"
+	CodeUnavailable                 = "unavailable"
+	CodeInternal                    = "internal"
+	CodeMethodNotAllowed            = "method_not_allowed"
+)
+
+// Sentinels for errors.Is.
+var (
+	ErrInvalid                     = &Error{Code: CodeInvalid}
+	ErrNotFound                    = &Error{Code: CodeNotFound}
+	ErrForbidden                   = &Error{Code: CodeForbidden}
+	ErrUnauthorized                = &Error{Code: CodeUnauthorized}
+	ErrKeyReused                   = &Error{Code: CodeKeyReused}
+	ErrStaleAttempt                = &Error{Code: CodeStaleAttempt}
+	ErrLeaseLost                   = &Error{Code: CodeLeaseLost}
+	ErrInvalidTransition           = &Error{Code: CodeInvalidTransition}
+	ErrVersionConflict             = &Error{Code: CodeVersionConflict}
+	ErrDuplicateRiskUnacknowledged = &Error{Code: CodeDuplicateRiskUnacknowledged}
+	ErrConflict                    = &Error{Code: CodeConflict}
+	// ErrUnavailable wraps database failures that are not the caller's fault:
+	// the database is down or unreachable. It maps to 503.
+	ErrUnavailable = errors.New("database unavailable")
+)
+
+// AsError returns err as an *Error if it is one.
+func AsError(err error) (*Error, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e, true
+	}
+	return nil, false
+}

@@ -1,0 +1,276 @@
+package services
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Ledger records agents' entries and operators' decisions and keeps the
+// authoritative action per key.
+type Ledger struct {
+	st  *Store
+	now func() time.Time
+}
+
+// NewLedger returns a ledger on st.
+func NewLedger(st *Store) *Ledger { return &Ledger{st: st, now: utcNow} }
+
+// maxRaces bounds how often one entry is decided again after losing a race.
+const maxRaces = 50
+
+// EntryResult answers one entry.
+type EntryResult struct {
+	Key        string     `json:"key"`
+	Type       string     `json:"type"`
+	Outcome    string     `json:"outcome"`
+	Attempt    *int       `json:"attempt"`
+	LeaseUntil *time.Time `json:"lease_until"`
+	Action     *Action    `json:"action"`
+	Error      *Error     `json:"error"`
+	// Entry is what was appended to the timeline, if anything.
+	Entry *Entry `json:"-"`
+}
+
+// Submit applies raw entries in order. Each one is decoded, validated and
+// answered on its own: a rejected entry does not affect the others. The error
+// is returned only when the database fails; entries answered before it are
+// durable.
+func (l *Ledger) Submit(ctx context.Context, p Principal, raws [][]byte) ([]EntryResult, error) {
+	if !p.CanWrite() {
+		return nil, Errorf(CodeForbidden, "a %s key may not write entries; use an agent key", p.Role)
+	}
+	out := make([]EntryResult, len(raws))
+	for i, raw := range raws {
+		in, err := DecodeEntry(raw)
+		if err != nil {
+			e, _ := AsError(err)
+			out[i] = EntryResult{Key: in.Key, Type: in.Type, Outcome: OutcomeRejected, Error: e}
+			continue
+		}
+		res, err := l.apply(ctx, p, &in)
+		if err != nil {
+			return out[:i], err
+		}
+		out[i] = res
+	}
+	return out, nil
+}
+
+// apply decides and records one valid entry, deciding again whenever another
+// writer changed the action first.
+func (l *Ledger) apply(ctx context.Context, p Principal, in *EntryInput) (EntryResult, error) {
+	actor := Actor{Kind: "agent", Name: p.Name}
+	if in.Agent != nil && *in.Agent != "" {
+		actor.Name = *in.Agent
+	}
+	for range maxRaces {
+		act, err := l.actionByKey(ctx, p.Namespace, in.Key)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return EntryResult{}, err
+		}
+		now := l.now()
+		var pl plan
+		if act == nil {
+			pl = firstEntry(p.Namespace, in, now)
+		} else {
+			pl = transition(&step{now: now, act: act, in: in, actor: actor})
+			if pl.err != nil && pl.err.Code == CodeInvalidTransition {
+				if dup, err := l.alreadyRecorded(ctx, act, in); err != nil {
+					return EntryResult{}, err
+				} else if dup {
+					pl = plan{outcome: OutcomeDuplicate}
+				}
+			}
+		}
+		res := EntryResult{Key: in.Key, Type: in.Type, Outcome: pl.outcome, Error: pl.err, Action: act}
+		if pl.record == nil {
+			return res.withAction(act), nil
+		}
+		ch := &change{prev: act, next: pl.next, events: pl.events, entry: Entry{
+			ID: newID(), Type: pl.record.typ, Actor: actor, Attempt: pl.record.attempt,
+			Payload: marshalPayload(pl.record.payload), OccurredAt: utcPtr(in.OccurredAt), RecordedAt: now,
+		}}
+		stored, entry, err := l.commit(ctx, ch)
+		if errors.Is(err, errLostRace) {
+			continue
+		}
+		if err != nil {
+			return EntryResult{}, err
+		}
+		res.Entry = entry
+		return res.withAction(stored), nil
+	}
+	return EntryResult{}, Errorf(CodeConflict, "key %q is changing too fast to record this entry; retry it", in.Key)
+}
+
+func (r EntryResult) withAction(a *Action) EntryResult {
+	r.Action = a
+	if a != nil {
+		n := a.Attempt
+		r.Attempt = &n
+		r.LeaseUntil = a.LeaseUntil
+	}
+	return r
+}
+
+// firstEntry decides an entry for a key that has no action yet.
+func firstEntry(ns string, in *EntryInput, now time.Time) plan {
+	if in.Type != TypeIntent {
+		return plan{outcome: OutcomeRejected, err: Errorf(CodeNotFound,
+			"no action has key %q in namespace %q: record an intent first", in.Key, ns)}
+	}
+	fp, params, err := intentFingerprint(in)
+	if err != nil {
+		return plan{outcome: OutcomeRejected, err: err.(*Error)}
+	}
+	effect := EffectUnkeyed
+	if in.Effect != nil {
+		effect = *in.Effect
+	}
+	lease := now.Add(in.timeout())
+	one := 1
+	a := &Action{
+		ID: newID(), Namespace: ns, Key: in.Key, Tool: *in.Tool, Effect: effect,
+		Status: StatusInProgress, Attempt: 1, Version: 1, LeaseUntil: &lease,
+		Reference: in.Reference, Agent: in.Agent, Params: params,
+		CreatedAt: now, UpdatedAt: now, runID: in.RunID, fingerprint: fp,
+	}
+	return plan{outcome: OutcomeProceed, next: a,
+		record: &recordSpec{typ: TypeIntent, attempt: &one, payload: intentPayload(in)}}
+}
+
+// alreadyRecorded reports whether the same outcome for the same attempt is
+// already in the timeline, so a resent report is a duplicate rather than an
+// invalid transition even after the action moved on.
+func (l *Ledger) alreadyRecorded(ctx context.Context, a *Action, in *EntryInput) (bool, error) {
+	if in.Attempt == nil || *in.Attempt != a.Attempt {
+		return false, nil
+	}
+	switch in.Type {
+	case TypeSucceeded, TypeFailed, TypeCompensated:
+	default:
+		return false, nil
+	}
+	q := `SELECT count(*) FROM entries WHERE action_id = $1 AND attempt = $2 AND (type = $3 OR (type = 'late_result' AND payload->>'type' = $3))`
+	if l.st.Dialect == SQLite {
+		q = `SELECT count(*) FROM entries WHERE action_id = ? AND attempt = ? AND (type = ?3 OR (type = 'late_result' AND json_extract(payload, '$.type') = ?3))`
+	}
+	var n int
+	if err := l.st.rsq.QueryRowContext(ctx, q, a.ID, a.Attempt, in.Type).Scan(&n); err != nil {
+		return false, dbError("ledger: look for a recorded outcome", err)
+	}
+	return n > 0, nil
+}
+
+// Decide applies an operator's decision to the action with the given id.
+// Exactly one of two concurrent decisions wins: the loser gets
+// version_conflict, whether or not it named the version it saw.
+func (l *Ledger) Decide(ctx context.Context, p Principal, actionID string, d DecisionInput) (*Action, *Entry, error) {
+	if !p.CanDecide() {
+		return nil, nil, Errorf(CodeForbidden, "a %s may not take decisions", p.Role)
+	}
+	if err := d.Validate(); err != nil {
+		return nil, nil, err
+	}
+	act, err := l.Action(ctx, p, actionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d.ExpectedVersion != nil && *d.ExpectedVersion != act.Version {
+		return nil, nil, versionConflict(act, *d.ExpectedVersion)
+	}
+	r, ok := rules[event(d.Decision)][act.Status]
+	if !ok {
+		return nil, nil, Errorf(CodeInvalidTransition, "cannot %s an action that is %s; allowed now: %s",
+			d.Decision, act.Status, listOrNone(AllowedDecisions(act.Status)))
+	}
+	now := l.now()
+	actor := Actor{Kind: "operator", Name: p.Name}
+	pl := r(&step{now: now, act: act, dec: &d, actor: actor})
+	if pl.err != nil {
+		return nil, nil, pl.err
+	}
+	ch := &change{prev: act, next: pl.next, events: pl.events, entry: Entry{
+		ID: newID(), Type: pl.record.typ, Actor: actor, Attempt: pl.record.attempt,
+		Payload: marshalPayload(pl.record.payload), RecordedAt: now,
+	}}
+	stored, entry, err := l.commit(ctx, ch)
+	if errors.Is(err, errLostRace) {
+		cur, rerr := l.Action(ctx, p, actionID)
+		if rerr != nil {
+			return nil, nil, rerr
+		}
+		return nil, nil, versionConflict(cur, act.Version)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return stored, entry, nil
+}
+
+func versionConflict(cur *Action, seen int) *Error {
+	return Errorf(CodeVersionConflict, "the action changed since version %d: it is now %s at version %d, attempt %d",
+		seen, cur.Status, cur.Version, cur.Attempt)
+}
+
+func listOrNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	s := xs[0]
+	for _, x := range xs[1:] {
+		s += ", " + x
+	}
+	return s
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC().Truncate(time.Microsecond)
+	return &u
+}
+
+// actionColumns is the column list scanAction reads.
+const actionColumns = `id, namespace, key, tool, effect, status, attempt, version, lease_until,
+	reference, agent, run_id, fingerprint, params, result, external_ref, retriable, entry_seq,
+	created_at, updated_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanAction(row scanner) (*Action, error) {
+	var a Action
+	var lease sql.NullTime
+	var params, result []byte
+	err := row.Scan(&a.ID, &a.Namespace, &a.Key, &a.Tool, &a.Effect, &a.Status, &a.Attempt, &a.Version,
+		&lease, &a.Reference, &a.Agent, &a.runID, &a.fingerprint, &params, &result, &a.ExternalRef,
+		&a.retriable, &a.entrySeq, &a.CreatedAt, &a.UpdatedAt)
+	if err != nil {
+		return nil, err
+	}
+	if lease.Valid {
+		t := lease.Time.UTC()
+		a.LeaseUntil = &t
+	}
+	a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
+	a.Params = params
+	a.Result = nullIfEmpty(result)
+	return &a, nil
+}
+
+// actionByKey reads the action for (ns, key), or ErrNotFound.
+func (l *Ledger) actionByKey(ctx context.Context, ns, key string) (*Action, error) {
+	q := `SELECT ` + actionColumns + ` FROM actions WHERE namespace = $1 AND key = $2`
+	a, err := scanAction(l.st.rsq.QueryRowContext(ctx, l.st.rebind(q), ns, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, dbError(fmt.Sprintf("ledger: read action %q", key), err)
+	}
+	return a, nil
+}
