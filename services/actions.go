@@ -215,3 +215,25 @@ func (l *Ledger) Entries(ctx context.Context, p Principal, actionID string) ([]*
 	}
 	return out, nil
 }
+
+// CountByStatus counts actions per status, over every namespace.
+func (l *Ledger) CountByStatus(ctx context.Context) (map[string]int64, error) {
+	rows, err := l.st.rsq.QueryContext(ctx, `SELECT status, count(*) FROM actions GROUP BY status`)
+	if err != nil {
+		return nil, dbError("ledger: count actions", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for _, s := range Statuses {
+		out[string(s)] = 0
+	}
+	for rows.Next() {
+		var s string
+		var n int64
+		if err := rows.Scan(&s, &n); err != nil {
+			return nil, dbError("ledger: count actions", err)
+		}
+		out[s] = n
+	}
+	return out, dbErrorOrNil("ledger: count actions", rows.Err())
+}

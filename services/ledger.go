@@ -74,7 +74,7 @@ func (l *Ledger) apply(ctx context.Context, p Principal, in *EntryInput) (EntryR
 		now := l.now()
 		var pl plan
 		if act == nil {
-			pl = firstEntry(p.Namespace, in, now)
+			pl = firstEntry(p.Namespace, in, actor.Name, now)
 		} else {
 			pl = transition(&step{now: now, act: act, in: in, actor: actor})
 			if pl.err != nil && pl.err.Code == CodeInvalidTransition {
@@ -117,7 +117,7 @@ func (r EntryResult) withAction(a *Action) EntryResult {
 }
 
 // firstEntry decides an entry for a key that has no action yet.
-func firstEntry(ns string, in *EntryInput, now time.Time) plan {
+func firstEntry(ns string, in *EntryInput, agent string, now time.Time) plan {
 	if in.Type != TypeIntent {
 		return plan{outcome: OutcomeRejected, err: Errorf(CodeNotFound,
 			"no action has key %q in namespace %q: record an intent first", in.Key, ns)}
@@ -135,7 +135,7 @@ func firstEntry(ns string, in *EntryInput, now time.Time) plan {
 	a := &Action{
 		ID: newID(), Namespace: ns, Key: in.Key, Tool: *in.Tool, Effect: effect,
 		Status: StatusInProgress, Attempt: 1, Version: 1, LeaseUntil: &lease,
-		Reference: in.Reference, Agent: in.Agent, Params: params,
+		Reference: in.Reference, Agent: &agent, Params: params,
 		CreatedAt: now, UpdatedAt: now, runID: in.RunID, fingerprint: fp,
 	}
 	return plan{outcome: OutcomeProceed, next: a,

@@ -1,0 +1,59 @@
+// Command arbiter runs Arbiter, the action ledger and approval desk for AI
+// agents: `arbiter serve` starts the server, `arbiter migrate` applies the
+// schema, `arbiter keys …` manages API keys.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/arbiter-ledger/arbiter/services"
+)
+
+// cli is the command line. Every setting has a flag and an ARBITER_*
+// environment variable of the same meaning.
+type cli struct {
+	DatabaseURL string `name:"database-url" env:"ARBITER_DATABASE_URL" help:"postgres://… or sqlite:PATH (default sqlite:arbiter-data/arbiter.db)."`
+	LogFormat   string `name:"log-format" env:"ARBITER_LOG_FORMAT" enum:"text,json" default:"text" help:"Log format: text or json."`
+	LogLevel    string `name:"log-level" env:"ARBITER_LOG_LEVEL" enum:"debug,info,warn,error" default:"info" help:"Lowest level logged."`
+
+	Serve   serveCmd   `cmd:"" help:"Run the HTTP server, the sweeper and retention."`
+	Migrate migrateCmd `cmd:"" help:"Apply pending database migrations."`
+	Keys    keysCmd    `cmd:"" help:"Manage API keys."`
+}
+
+func main() {
+	var c cli
+	kctx := kong.Parse(&c, kong.Name("arbiter"),
+		kong.Description("Arbiter: the action ledger and approval desk for AI agents."),
+		kong.UsageOnError())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := newLogger(c.LogFormat, c.LogLevel)
+	kctx.BindTo(ctx, (*context.Context)(nil))
+	if err := kctx.Run(&c, log); err != nil {
+		fmt.Fprintf(os.Stderr, "arbiter: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func newLogger(format, level string) *slog.Logger {
+	var lv slog.Level
+	_ = lv.UnmarshalText([]byte(level))
+	opts := &slog.HandlerOptions{Level: lv}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// open connects to the configured database.
+func (c *cli) open(ctx context.Context) (*services.Store, error) {
+	return services.Open(ctx, c.DatabaseURL)
+}

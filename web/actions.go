@@ -1,0 +1,140 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/arbiter-ledger/arbiter/services"
+)
+
+// actionReader is what the action handlers need from the ledger.
+type actionReader interface {
+	Action(ctx context.Context, p services.Principal, id string) (*services.Action, error)
+	ActionByKey(ctx context.Context, p services.Principal, ns, key string) (*services.Action, error)
+	List(ctx context.Context, p services.Principal, f services.ActionFilter) (*services.ActionPage, error)
+	Entries(ctx context.Context, p services.Principal, actionID string) ([]*services.Entry, error)
+	Decide(ctx context.Context, p services.Principal, actionID string, d services.DecisionInput) (*services.Action, *services.Entry, error)
+}
+
+// actionsHandler serves the action reads and decisions.
+type actionsHandler struct {
+	ledger actionReader
+}
+
+var listParams = map[string]bool{"key": true, "namespace": true, "status": true, "tool": true,
+	"agent": true, "since": true, "until": true, "q": true, "limit": true, "cursor": true}
+
+func (h *actionsHandler) list(c echo.Context) error {
+	q := c.QueryParams()
+	for k := range q {
+		if !listParams[k] {
+			return services.Errorf(services.CodeInvalid, "unknown query parameter %q", k)
+		}
+	}
+	p := principal(c)
+	if q.Has("key") {
+		a, err := h.ledger.ActionByKey(c.Request().Context(), p, q.Get("namespace"), q.Get("key"))
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, a)
+	}
+	f := services.ActionFilter{Namespace: q.Get("namespace"), Tool: q.Get("tool"), Agent: q.Get("agent"),
+		Search: q.Get("q"), Cursor: q.Get("cursor")}
+	for _, v := range q["status"] {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				f.Statuses = append(f.Statuses, services.Status(s))
+			}
+		}
+	}
+	var err error
+	if f.Since, err = timeParam(q.Get("since"), "since"); err != nil {
+		return err
+	}
+	if f.Until, err = timeParam(q.Get("until"), "until"); err != nil {
+		return err
+	}
+	if v := q.Get("limit"); v != "" {
+		if f.Limit, err = strconv.Atoi(v); err != nil || f.Limit < 1 {
+			return services.Errorf(services.CodeInvalid, "limit must be an integer between 1 and %d", services.MaxListLimit)
+		}
+	}
+	page, err := h.ledger.List(c.Request().Context(), p, f)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
+func timeParam(v, name string) (*time.Time, error) {
+	if v == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return nil, services.Errorf(services.CodeInvalid, "%s must be an RFC 3339 time such as 2026-11-30T10:00:00Z", name)
+	}
+	return &t, nil
+}
+
+func (h *actionsHandler) get(c echo.Context) error {
+	a, err := h.ledger.Action(c.Request().Context(), principal(c), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, a)
+}
+
+type entriesResponse struct {
+	Entries []*services.Entry `json:"entries"`
+}
+
+func (h *actionsHandler) entries(c echo.Context) error {
+	es, err := h.ledger.Entries(c.Request().Context(), principal(c), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, entriesResponse{Entries: es})
+}
+
+type decisionResponse struct {
+	Action *services.Action `json:"action"`
+	Entry  *services.Entry  `json:"entry"`
+}
+
+func (h *actionsHandler) decide(c echo.Context) error {
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	var d services.DecisionInput
+	if err := decodeStrict(body, &d); err != nil {
+		return err
+	}
+	a, e, err := h.ledger.Decide(c.Request().Context(), principal(c), c.Param("id"), d)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, decisionResponse{Action: a, Entry: e})
+}
+
+// decodeStrict decodes one JSON object, rejecting unknown fields and
+// trailing data.
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return services.DescribeJSONError(err)
+	}
+	if dec.More() {
+		return services.Errorf(services.CodeInvalidJSON, "unexpected data after the JSON object")
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/arbiter-ledger/arbiter/services"
+)
+
+// MaxBodyBytes bounds a request body.
+const MaxBodyBytes = 1 << 20
+
+// entrySubmitter is what the entries handler needs from the ledger.
+type entrySubmitter interface {
+	Submit(ctx context.Context, p services.Principal, raws [][]byte) ([]services.EntryResult, error)
+}
+
+// entriesHandler serves POST /v1/entries.
+type entriesHandler struct {
+	ledger  entrySubmitter
+	metrics *Metrics
+}
+
+// outcomeStatus is the HTTP status of a single-entry answer by outcome.
+var outcomeStatus = map[string]int{
+	services.OutcomeProceed:    http.StatusCreated,
+	services.OutcomeReplay:     http.StatusOK,
+	services.OutcomeInProgress: http.StatusConflict,
+	services.OutcomeHeld:       http.StatusConflict,
+	services.OutcomeCompensate: http.StatusOK,
+	services.OutcomeRecorded:   http.StatusOK,
+	services.OutcomeDuplicate:  http.StatusOK,
+}
+
+type batchResponse struct {
+	Results []services.EntryResult `json:"results"`
+}
+
+func (h *entriesHandler) submit(c echo.Context) error {
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	raws, batch, err := splitEntries(body)
+	if err != nil {
+		return err
+	}
+	results, err := h.ledger.Submit(c.Request().Context(), principal(c), raws)
+	for _, r := range results {
+		h.metrics.entries.WithLabelValues(r.Type, r.Outcome).Inc()
+	}
+	if err != nil {
+		return err
+	}
+	if batch {
+		return c.JSON(http.StatusOK, batchResponse{Results: results})
+	}
+	r := results[0]
+	status := outcomeStatus[r.Outcome]
+	if r.Error != nil {
+		status, _ = toAPIError(r.Error)
+	}
+	return c.JSON(status, r)
+}
+
+// readBody reads the whole body, up to MaxBodyBytes.
+func readBody(c echo.Context) ([]byte, error) {
+	r := http.MaxBytesReader(c.Response(), c.Request().Body, MaxBodyBytes)
+	body, err := io.ReadAll(r)
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return nil, services.Errorf(services.CodeBodyTooLarge, "the request body is over %d bytes; send fewer entries per request", MaxBodyBytes)
+	}
+	if err != nil {
+		return nil, services.Errorf(services.CodeInvalid, "reading the request body: %v", err)
+	}
+	return body, nil
+}
+
+// splitEntries tells a single entry from a batch ({"entries": [...]}) and
+// returns the raw entries. Entries are decoded one by one by the ledger, so a
+// bad entry in a batch is rejected on its own.
+func splitEntries(body []byte) (raws [][]byte, batch bool, err error) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return nil, false, services.Errorf(services.CodeInvalidJSON, "empty body: send an entry object or {\"entries\": [...]}")
+	}
+	if trimmed[0] != '{' {
+		return nil, false, services.Errorf(services.CodeInvalidJSON, "the body must be a JSON object: an entry or {\"entries\": [...]}")
+	}
+	if !json.Valid(trimmed) {
+		var v any
+		return nil, false, services.DescribeJSONError(json.Unmarshal(trimmed, &v))
+	}
+	if !bytes.Contains(trimmed, []byte(`"entries"`)) {
+		return [][]byte{trimmed}, false, nil
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &top); err != nil {
+		return nil, false, services.DescribeJSONError(err)
+	}
+	list, ok := top["entries"]
+	if !ok {
+		return [][]byte{trimmed}, false, nil
+	}
+	for k := range top {
+		if k != "entries" {
+			return nil, true, services.Errorf(services.CodeInvalid, "unknown field %q beside \"entries\"", k)
+		}
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(list, &items); err != nil {
+		return nil, true, services.Errorf(services.CodeInvalid, "field \"entries\" must be an array of entry objects")
+	}
+	switch {
+	case len(items) == 0:
+		return nil, true, services.Errorf(services.CodeInvalid, "field \"entries\" must hold 1 to %d entries", services.MaxBatchEntries)
+	case len(items) > services.MaxBatchEntries:
+		return nil, true, services.Errorf(services.CodeTooManyEntries, "%d entries in one request; the limit is %d", len(items), services.MaxBatchEntries)
+	}
+	raws = make([][]byte, len(items))
+	for i, it := range items {
+		raws[i] = it
+	}
+	return raws, true, nil
+}

@@ -1,0 +1,98 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/arbiter-ledger/arbiter/services"
+)
+
+// statusOf maps an error code to its HTTP status. Codes not listed are 400.
+var statusOf = map[string]int{
+	services.CodeInvalid:                     http.StatusBadRequest,
+	services.CodeInvalidJSON:                 http.StatusBadRequest,
+	services.CodeTooManyEntries:              http.StatusBadRequest,
+	services.CodeBodyTooLarge:                http.StatusRequestEntityTooLarge,
+	services.CodeUnsupportedMediaType:        http.StatusUnsupportedMediaType,
+	services.CodeUnauthorized:                http.StatusUnauthorized,
+	services.CodeForbidden:                   http.StatusForbidden,
+	services.CodeNotFound:                    http.StatusNotFound,
+	services.CodeMethodNotAllowed:            http.StatusMethodNotAllowed,
+	services.CodeKeyReused:                   http.StatusUnprocessableEntity,
+	services.CodeDuplicateRiskUnacknowledged: http.StatusUnprocessableEntity,
+	services.CodeStaleAttempt:                http.StatusConflict,
+	services.CodeLeaseLost:                   http.StatusConflict,
+	services.CodeInvalidTransition:           http.StatusConflict,
+	services.CodeVersionConflict:             http.StatusConflict,
+	services.CodeConflict:                    http.StatusConflict,
+	services.CodeUnavailable:                 http.StatusServiceUnavailable,
+	services.CodeInternal:                    http.StatusInternalServerError,
+}
+
+// errorBody is the shape of every error answer.
+type errorBody struct {
+	Error *services.Error `json:"error"`
+}
+
+// toAPIError turns any error into a coded error and its status.
+func toAPIError(err error) (int, *services.Error) {
+	if e, ok := services.AsError(err); ok {
+		st, ok := statusOf[e.Code]
+		if !ok {
+			st = http.StatusBadRequest
+		}
+		return st, e
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		switch he.Code {
+		case http.StatusNotFound:
+			return he.Code, services.Errorf(services.CodeNotFound, "no such route")
+		case http.StatusMethodNotAllowed:
+			return he.Code, services.Errorf(services.CodeMethodNotAllowed, "method not allowed on this route")
+		case http.StatusRequestEntityTooLarge:
+			return he.Code, services.Errorf(services.CodeBodyTooLarge, "the request body is over the limit")
+		case http.StatusUnauthorized:
+			return he.Code, services.Errorf(services.CodeUnauthorized, "%v", he.Message)
+		}
+		if he.Code < 500 {
+			return he.Code, services.Errorf(services.CodeInvalid, "%v", he.Message)
+		}
+	}
+	if errors.Is(err, services.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+		return http.StatusServiceUnavailable, services.Errorf(services.CodeUnavailable,
+			"the database is unavailable; retry with backoff (nothing acknowledged was lost)")
+	}
+	return http.StatusInternalServerError, services.Errorf(services.CodeInternal, "internal error; it has been logged")
+}
+
+// errorHandler answers every error returned by a handler, and logs it once:
+// 5xx at error level, 4xx at warn.
+func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		status, e := toAPIError(err)
+		c.Set(logErrKey, err)
+		if c.Response().Committed {
+			return
+		}
+		if status == http.StatusUnauthorized {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="arbiter"`)
+		}
+		if status == http.StatusServiceUnavailable {
+			c.Response().Header().Set("Retry-After", "1")
+		}
+		var werr error
+		if c.Request().Method == http.MethodHead {
+			werr = c.NoContent(status)
+		} else {
+			werr = c.JSON(status, errorBody{Error: e})
+		}
+		if werr != nil {
+			log.Error("web: write error response", "err", werr)
+		}
+	}
+}

@@ -1,0 +1,89 @@
+package web
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are the Prometheus series Arbiter exports at /metrics. Each server
+// has its own registry, so tests and several servers in one process do not
+// share counters.
+type Metrics struct {
+	reg       *prometheus.Registry
+	entries   *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	sweeps    *prometheus.CounterVec
+	timedOut  prometheus.Counter
+	statusSrc func(ctx context.Context) (map[string]int64, error)
+}
+
+// NewMetrics registers Arbiter's series. countByStatus feeds the
+// arbiter_actions gauge at scrape time.
+func NewMetrics(countByStatus func(ctx context.Context) (map[string]int64, error)) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		entries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "arbiter_entries_total", Help: "Entries answered, by entry type and outcome.",
+		}, []string{"type", "outcome"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "arbiter_http_request_duration_seconds", Help: "HTTP request latency by route, method and status.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"route", "method", "code"}),
+		sweeps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "arbiter_sweeper_runs_total", Help: "Sweeper runs, by result (ok or error).",
+		}, []string{"result"}),
+		timedOut: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "arbiter_sweeper_timed_out_total", Help: "Actions the sweeper timed out.",
+		}),
+		statusSrc: countByStatus,
+	}
+	m.reg.MustRegister(m.entries, m.latency, m.sweeps, m.timedOut, m,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+var actionsDesc = prometheus.NewDesc("arbiter_actions", "Actions by status.", []string{"status"}, nil)
+
+// Describe and Collect make Metrics a collector of the arbiter_actions gauge,
+// read from the database at scrape time.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) { ch <- actionsDesc }
+
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	if m.statusSrc == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	counts, err := m.statusSrc(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(actionsDesc, err)
+		return
+	}
+	for st, n := range counts {
+		ch <- prometheus.MustNewConstMetric(actionsDesc, prometheus.GaugeValue, float64(n), st)
+	}
+}
+
+// ObserveSweep records one sweeper run.
+func (m *Metrics) ObserveSweep(n int, err error) {
+	if err != nil {
+		m.sweeps.WithLabelValues("error").Inc()
+		return
+	}
+	m.sweeps.WithLabelValues("ok").Inc()
+	m.timedOut.Add(float64(n))
+}
+
+func (m *Metrics) handler() echo.HandlerFunc {
+	return echo.WrapHandler(promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+}
+
+func (m *Metrics) observe(route, method string, status int, d time.Duration) {
+	m.latency.WithLabelValues(route, method, strconv.Itoa(status)).Observe(d.Seconds())
+}
