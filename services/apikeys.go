@@ -20,10 +20,15 @@ const KeyPrefix = "ak_"
 
 // Keys manages namespaces and API keys and authenticates requests.
 type Keys struct {
-	st *Store
+	st    *Store
+	cache *authCache
+}
 
-	mu    sync.Mutex
-	cache map[[32]byte]cachedKey
+// authCache remembers authenticated keys per Store, so every Keys on one
+// Store sees a revocation at once.
+type authCache struct {
+	mu sync.Mutex
+	m  map[[32]byte]cachedKey
 }
 
 // authCacheTTL bounds how long an authenticated key is trusted without asking
@@ -37,7 +42,10 @@ type cachedKey struct {
 }
 
 // NewKeys returns the key service on st.
-func NewKeys(st *Store) *Keys { return &Keys{st: st, cache: map[[32]byte]cachedKey{}} }
+func NewKeys(st *Store) *Keys {
+	st.authOnce.Do(func() { st.auth = &authCache{m: map[[32]byte]cachedKey{}} })
+	return &Keys{st: st, cache: st.auth}
+}
 
 var namespaceName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 
@@ -140,9 +148,9 @@ func (k *Keys) RevokeKey(ctx context.Context, idOrPrefix string) (models.APIKey,
 			return m, dbError("keys: revoke", err)
 		}
 	}
-	k.mu.Lock()
-	clear(k.cache)
-	k.mu.Unlock()
+	k.cache.mu.Lock()
+	clear(k.cache.m)
+	k.cache.mu.Unlock()
 	return m, nil
 }
 
@@ -154,9 +162,9 @@ func (k *Keys) Authenticate(ctx context.Context, secret string) (Principal, erro
 	}
 	sum := sha256.Sum256([]byte(secret))
 	now := time.Now()
-	k.mu.Lock()
-	c, ok := k.cache[sum]
-	k.mu.Unlock()
+	k.cache.mu.Lock()
+	c, ok := k.cache.m[sum]
+	k.cache.mu.Unlock()
 	if ok && now.Before(c.expires) {
 		return c.p, nil
 	}
@@ -172,12 +180,12 @@ func (k *Keys) Authenticate(ctx context.Context, secret string) (Principal, erro
 	if m.Namespace != nil {
 		p.Namespace = *m.Namespace
 	}
-	k.mu.Lock()
-	if len(k.cache) > 10000 {
-		clear(k.cache)
+	k.cache.mu.Lock()
+	if len(k.cache.m) > 10000 {
+		clear(k.cache.m)
 	}
-	k.cache[sum] = cachedKey{p: p, expires: now.Add(authCacheTTL)}
-	k.mu.Unlock()
+	k.cache.m[sum] = cachedKey{p: p, expires: now.Add(authCacheTTL)}
+	k.cache.mu.Unlock()
 	return p, nil
 }
 

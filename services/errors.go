@@ -8,8 +8,8 @@ import (
 // Error is a failure the caller can act on. Code is stable, lower_snake_case
 // and documented in the OpenAPI document; web/ maps it to an HTTP status.
 type Error struct {
-	Code    string
-	Message string
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }

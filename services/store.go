@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -46,6 +47,9 @@ type Store struct {
 	wdb *gorm.DB // writes
 	rsq *sql.DB
 	wsq *sql.DB
+
+	authOnce sync.Once
+	auth     *authCache
 }
 
 // Open connects to the database named by rawURL ("postgres://…",

@@ -2,7 +2,6 @@ package web
 
 import (
 	"log/slog"
-	"net/http"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -39,14 +38,17 @@ func New(d Deps) *echo.Echo {
 	e.GET("/metrics", d.Metrics.handler())
 	e.GET("/v1/openapi.json", serveOpenAPI)
 
-	api := e.Group("/v1", requireAPIKey(d.Keys))
+	// The API key is checked per route rather than on the group, so that an
+	// unknown method on a known path answers 405, not 401 or 404.
+	key := requireAPIKey(d.Keys)
+	api := e.Group("/v1")
 	entries := &entriesHandler{ledger: d.Ledger, metrics: d.Metrics}
-	api.POST("/entries", entries.submit)
+	api.POST("/entries", entries.submit, key)
 	actions := &actionsHandler{ledger: d.Ledger}
-	api.GET("/actions", actions.list)
-	api.GET("/actions/:id", actions.get)
-	api.GET("/actions/:id/entries", actions.entries)
-	api.POST("/actions/:id/decisions", actions.decide)
+	api.GET("/actions", actions.list, key)
+	api.GET("/actions/:id", actions.get, key)
+	api.GET("/actions/:id/entries", actions.entries, key)
+	api.POST("/actions/:id/decisions", actions.decide, key)
 	return e
 }
 
@@ -62,5 +64,3 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
-
-var _ = http.StatusOK
