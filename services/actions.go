@@ -237,3 +237,10 @@ func (l *Ledger) CountByStatus(ctx context.Context) (map[string]int64, error) {
 	}
 	return out, dbErrorOrNil("ledger: count actions", rows.Err())
 }
+
+// CountEntries counts entries of one type over every namespace.
+func (l *Ledger) CountEntries(ctx context.Context, typ string) (int, error) {
+	var n int
+	err := l.st.rsq.QueryRowContext(ctx, l.st.rebind(`SELECT count(*) FROM entries WHERE type = $1`), typ).Scan(&n)
+	return n, dbErrorOrNil("ledger: count entries", err)
+}
