@@ -63,10 +63,10 @@ func TestConcurrentDecisionsOneWinner(t *testing.T) {
 		for i := range n {
 			wg.Go(func() {
 				// Operators name the version they saw; those who do not all
-				// send confirm, which is allowed only once.
+				// send retry, which no state reached here allows again.
 				body := fmt.Sprintf(`{"decision":%q,"reason":"operator %d","expected_version":2}`, decisions[i%3], i)
 				if i%2 == 1 {
-					body = fmt.Sprintf(`{"decision":"confirm","reason":"operator %d"}`, i)
+					body = fmt.Sprintf(`{"decision":"retry","reason":"operator %d"}`, i)
 				}
 				var mm map[string]any
 				statuses[i], mm = e.do("POST", "/v1/actions/"+id+"/decisions", op, body)
