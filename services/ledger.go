@@ -40,7 +40,7 @@ type EntryResult struct {
 // durable.
 func (l *Ledger) Submit(ctx context.Context, p Principal, raws [][]byte) ([]EntryResult, error) {
 	if !p.CanWrite() {
-		return nil, Errorf(CodeForbidden, "a %s key may not write entries; use an agent key", p.Role)
+		return nil, Errorf(CodeForbidden, "the %s role may not write entries; use an agent key", p.Role)
 	}
 	out := make([]EntryResult, len(raws))
 	for i, raw := range raws {
@@ -170,7 +170,7 @@ func (l *Ledger) alreadyRecorded(ctx context.Context, a *Action, in *EntryInput)
 // version_conflict, whether or not it named the version it saw.
 func (l *Ledger) Decide(ctx context.Context, p Principal, actionID string, d DecisionInput) (*Action, *Entry, error) {
 	if !p.CanDecide() {
-		return nil, nil, Errorf(CodeForbidden, "a %s may not take decisions", p.Role)
+		return nil, nil, Errorf(CodeForbidden, "the %s role may not take decisions; use an operator key", p.Role)
 	}
 	if err := d.Validate(); err != nil {
 		return nil, nil, err
