@@ -219,7 +219,6 @@ func TestDecisionRules(t *testing.T) {
 				f := newFixture(t, st, FixtureOpts{Clock: c})
 				// The setup path starts with an intent; send it with this
 				// case's effect class instead.
-				require.NoError(t, nil)
 				first := submit(t, f.l, f.agent, intent(IntentOpts{Effect: tc.effect}))
 				require.Equal(t, "proceed", first.Outcome)
 				for _, o := range tc.setup[1:] {
@@ -354,56 +353,6 @@ func TestMarkCompensated(t *testing.T) {
 		es := f.entries(t, a.ID)
 		require.Equal(t, []string{"intent", "succeeded", "decision", "decision"}, entryTypes(es))
 	})
-}
-
-func TestDecisionInputValidate(t *testing.T) {
-	t.Parallel()
-	ptr := func(n int) *int { return &n }
-	str := func(s string) *string { return &s }
-	long := make([]byte, services.MaxReasonBytes+1)
-	for i := range long {
-		long[i] = 'a'
-	}
-	bigResult := json.RawMessage(`{"x":"` + string(make([]byte, 0)) + fmt.Sprintf("%0*d", services.MaxJSONBytes, 0) + `"}`)
-	cases := []struct {
-		name  string
-		d     services.DecisionInput
-		field string // named in the message; "" when valid
-	}{
-		{"confirm", services.DecisionInput{Decision: "confirm", Reason: "r"}, ""},
-		{"confirm with evidence", services.DecisionInput{Decision: "confirm", Reason: "r", ExternalRef: str("re_1"), Result: json.RawMessage(`{"a":1}`), ExpectedVersion: ptr(1)}, ""},
-		{"retry acknowledged", services.DecisionInput{Decision: "retry", Reason: "r", AcknowledgeDuplicateRisk: true}, ""},
-		{"reason at the limit", services.DecisionInput{Decision: "abandon", Reason: string(long[1:])}, ""},
-		{"missing decision", services.DecisionInput{Reason: "r"}, "decision"},
-		{"unknown decision", services.DecisionInput{Decision: "Confirm", Reason: "r"}, "Confirm"},
-		{"missing reason", services.DecisionInput{Decision: "abandon"}, "reason"},
-		{"blank reason", services.DecisionInput{Decision: "abandon", Reason: "   "}, "reason"},
-		{"reason too long", services.DecisionInput{Decision: "abandon", Reason: string(long)}, "reason"},
-		{"reason not UTF-8", services.DecisionInput{Decision: "abandon", Reason: "bad \xff"}, "reason"},
-		{"reason with NUL", services.DecisionInput{Decision: "abandon", Reason: "bad \x00 byte"}, "reason"},
-		{"expected_version 0", services.DecisionInput{Decision: "abandon", Reason: "r", ExpectedVersion: ptr(0)}, "expected_version"},
-		{"expected_version negative", services.DecisionInput{Decision: "abandon", Reason: "r", ExpectedVersion: ptr(-3)}, "expected_version"},
-		{"result too large", services.DecisionInput{Decision: "confirm", Reason: "r", Result: bigResult}, "result"},
-		{"result with NUL", services.DecisionInput{Decision: "confirm", Reason: "r", Result: json.RawMessage(`{"a":"\u0000"}`)}, "result"},
-		{"result not JSON", services.DecisionInput{Decision: "confirm", Reason: "r", Result: json.RawMessage(`{"a":`)}, "result"},
-		{"external_ref on retry", services.DecisionInput{Decision: "retry", Reason: "r", ExternalRef: str("x")}, "external_ref"},
-		{"result on abandon", services.DecisionInput{Decision: "abandon", Reason: "r", Result: json.RawMessage(`1`)}, "result"},
-		{"external_ref with control character", services.DecisionInput{Decision: "confirm", Reason: "r", ExternalRef: str("a\nb")}, "external_ref"},
-		{"acknowledgement on confirm", services.DecisionInput{Decision: "confirm", Reason: "r", AcknowledgeDuplicateRisk: true}, "acknowledge_duplicate_risk"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			err := tc.d.Validate()
-			if tc.field == "" {
-				require.NoError(t, err)
-				return
-			}
-			e, ok := services.AsError(err)
-			require.True(t, ok, "error %v", err)
-			require.Equal(t, services.CodeInvalid, e.Code)
-			require.Contains(t, e.Message, tc.field)
-		})
-	}
 }
 
 // TestDecisionWithNULIsNotAServerError checks that input PostgreSQL cannot

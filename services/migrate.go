@@ -6,6 +6,7 @@ import (
 
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/database"
+	"github.com/pressly/goose/v3/lock"
 )
 
 // SchemaStatus says how the database's schema compares to this binary's.
@@ -18,11 +19,18 @@ type SchemaStatus struct {
 func (st SchemaStatus) UpToDate() bool { return st.Current >= st.Latest }
 
 func (s *Store) provider() (*goose.Provider, error) {
-	d := database.DialectPostgres
-	if s.Dialect == SQLite {
-		d = database.DialectSQLite3
+	d := database.DialectSQLite3
+	var opts []goose.ProviderOption
+	if s.Dialect == Postgres {
+		d = database.DialectPostgres
+		// Two replicas started with --migrate take turns instead of racing.
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return nil, fmt.Errorf("store: migrations: %w", err)
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
 	}
-	p, err := goose.NewProvider(d, s.wsq, s.migrationsFS())
+	p, err := goose.NewProvider(d, s.wsq, s.migrationsFS(), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("store: migrations: %w", err)
 	}

@@ -1,0 +1,77 @@
+package main_test
+
+import (
+	"bytes"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/glebarez/go-sqlite"
+
+	"github.com/arbiter-ledger/arbiter/services/dbtest"
+)
+
+// TestSIGTERMDrains: a request in flight when SIGTERM arrives is answered in
+// full, and the process exits cleanly.
+func TestSIGTERMDrains(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	dbURL := dbtest.SQLiteURL(t)
+	env := []string{"ARBITER_DATABASE_URL=" + dbURL}
+	p := serve(t, dir, env)
+	key := createKey(t, dir, env, "--namespace", "ops", "--name", "bot", "--role", "agent")
+	var b strings.Builder
+	b.WriteString(`{"entries":[`)
+	for i := range 500 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"key":"k:%d","type":"intent","tool":"t"}`, i)
+	}
+	b.WriteString("]}")
+	type answer struct {
+		status int
+		m      map[string]any
+	}
+	got := make(chan answer, 1)
+	go func() {
+		status, m := post(t, p.url+"/v1/entries", key, b.String())
+		got <- answer{status, m}
+	}()
+	time.Sleep(30 * time.Millisecond)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	a := <-got
+	require.Equal(t, 200, a.status)
+	require.Len(t, a.m["results"], 500)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not exit after SIGTERM")
+	}
+	require.Equal(t, 0, p.cmd.ProcessState.ExitCode(), p.logs.String())
+	require.Contains(t, p.logs.String(), "draining in-flight requests")
+
+	// The plaintext key is stored nowhere: only its hash and a short prefix.
+	db, err := sql.Open("sqlite", strings.TrimPrefix(dbURL, "sqlite:"))
+	require.NoError(t, err)
+	defer db.Close()
+	var n int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM api_keys WHERE instr(name || prefix || hex(hash), ?) > 0 OR hash = ?`, key[3:], key).Scan(&n))
+	require.Zero(t, n)
+	require.NotContains(t, p.logs.String(), key)
+	files, err := filepath.Glob(strings.TrimPrefix(dbURL, "sqlite:") + "*")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		require.NoError(t, err)
+		require.False(t, bytes.Contains(raw, []byte(key[3:])), "%s holds the plaintext key", f)
+	}
+}
