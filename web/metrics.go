@@ -43,6 +43,8 @@ func NewMetrics(countByStatus func(ctx context.Context) (map[string]int64, error
 		}),
 		statusSrc: countByStatus,
 	}
+	m.sweeps.WithLabelValues("ok")
+	m.sweeps.WithLabelValues("error")
 	m.reg.MustRegister(m.entries, m.latency, m.sweeps, m.timedOut, m,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
