@@ -36,7 +36,7 @@ func (l *Ledger) ActionByKey(ctx context.Context, p Principal, ns, key string) (
 		ns = p.Namespace
 	}
 	if ns == "" {
-		return nil, Errorf(CodeInvalid, "an admin key has no namespace: add namespace=… to look up a key")
+		return nil, Errorf(CodeInvalid, "this principal sees every namespace: add namespace=… to look up a key")
 	}
 	if !p.Sees(ns) {
 		return nil, Errorf(CodeNotFound, "no action has key %q", key)
@@ -89,9 +89,9 @@ func (l *Ledger) List(ctx context.Context, p Principal, f ActionFilter) (*Action
 		where = append(where, strings.ReplaceAll(cond, "?", fmt.Sprintf("$%d", len(args))))
 	}
 	switch {
-	case p.Role != RoleAdmin && f.Namespace != "" && f.Namespace != p.Namespace:
+	case !p.Global() && f.Namespace != "" && f.Namespace != p.Namespace:
 		return &ActionPage{Actions: []*Action{}}, nil
-	case p.Role != RoleAdmin:
+	case !p.Global():
 		add("namespace = ?", p.Namespace)
 	case f.Namespace != "":
 		add("namespace = ?", f.Namespace)

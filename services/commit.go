@@ -137,10 +137,13 @@ func (l *Ledger) updatePostgres(ctx context.Context, ch *change) (*Action, error
 }
 
 // nextState is the action as it will be stored: the new state with a bumped
-// version, or the unchanged action when only an entry is appended.
+// version, or the unchanged state when only an entry is appended. Either way
+// updated_at moves, so retention counts from the newest entry.
 func nextState(ch *change) *Action {
 	if ch.next == nil {
-		return ch.prev.clone()
+		n := ch.prev.clone()
+		n.UpdatedAt = ch.entry.RecordedAt
+		return n
 	}
 	n := ch.next.clone()
 	n.Version = ch.prev.Version + 1

@@ -35,12 +35,15 @@ func (d *DecisionInput) Validate() error {
 		return Errorf(CodeInvalid, "unknown decision %q: use one of %s", d.Decision, strings.Join(Decisions, ", "))
 	case strings.TrimSpace(d.Reason) == "":
 		return Errorf(CodeInvalid, "field \"reason\" is required: say why, for whoever reads the ledger later")
-	case len(d.Reason) > MaxReasonBytes || !utf8.ValidString(d.Reason):
-		return Errorf(CodeInvalid, "field \"reason\" must be valid UTF-8 of at most %d bytes", MaxReasonBytes)
+	case len(d.Reason) > MaxReasonBytes || !utf8.ValidString(d.Reason) || strings.ContainsRune(d.Reason, 0):
+		return Errorf(CodeInvalid, "field \"reason\" must be valid UTF-8 of at most %d bytes, without NUL characters", MaxReasonBytes)
 	case d.ExpectedVersion != nil && *d.ExpectedVersion < 1:
 		return Errorf(CodeInvalid, "field \"expected_version\" must be 1 or more")
 	case len(d.Result) > MaxJSONBytes:
 		return Errorf(CodeInvalid, "field \"result\" is %d bytes; the limit is %d", len(d.Result), MaxJSONBytes)
+	}
+	if err := checkJSONField("result", d.Result); err != nil {
+		return err
 	}
 	if (d.ExternalRef != nil || d.Result != nil) && d.Decision != "confirm" {
 		return Errorf(CodeInvalid, "fields \"external_ref\" and \"result\" are evidence for confirm decisions only")

@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -23,6 +27,8 @@ const (
 	MaxBatchEntries = 500
 	DefaultTimeout  = 300 * time.Second
 	MaxTimeout      = 604800 * time.Second
+	// MaxAttempt is the largest attempt number the database stores.
+	MaxAttempt = math.MaxInt32
 )
 
 // EntryInput is one ledger entry as an agent sends it. Pointers tell absent
@@ -58,7 +64,101 @@ func DecodeEntry(raw []byte) (EntryInput, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return EntryInput{}, Errorf(CodeInvalid, "unexpected data after the entry object")
 	}
+	if err := checkEntryText(raw); err != nil {
+		return EntryInput{}, err
+	}
 	return in, in.Validate()
+}
+
+// checkEntryText refuses text that encoding/json would silently change, or
+// that PostgreSQL cannot store, naming the top-level field that holds it.
+// Invalid UTF-8 and lone UTF-16 surrogate escapes both decode to U+FFFD, so
+// two different keys would become the same action; an escaped NUL is refused
+// by jsonb and text columns, and SQLite must not accept what PostgreSQL
+// cannot.
+func checkEntryText(raw []byte) error {
+	problem := textProblem(raw)
+	if problem == "" {
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) == nil {
+		names := make([]string, 0, len(fields))
+		for name := range fields {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			if p := textProblem(fields[name]); p != "" {
+				return Errorf(CodeInvalid, "field %q must not contain %s", name, p)
+			}
+		}
+	}
+	return Errorf(CodeInvalid, "the entry must not contain %s", problem)
+}
+
+// textProblem describes what in a syntactically valid JSON text cannot be
+// stored as it was sent, or returns "".
+func textProblem(b []byte) string {
+	if !utf8.Valid(b) {
+		return "invalid UTF-8"
+	}
+	// Outside strings valid JSON has no backslash, so every one starts an
+	// escape.
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			continue
+		}
+		i++
+		if b[i] != 'u' || i+4 >= len(b) {
+			continue
+		}
+		r := hex4(b[i+1 : i+5])
+		i += 4
+		switch {
+		case r == 0:
+			return `\u0000 (NUL)`
+		case utf16.IsSurrogate(r):
+			if r < 0xdc00 && i+6 < len(b) && b[i+1] == '\\' && b[i+2] == 'u' {
+				if lo := hex4(b[i+3 : i+7]); lo >= 0xdc00 && lo <= 0xdfff {
+					i += 6
+					continue
+				}
+			}
+			return "a lone UTF-16 surrogate escape"
+		}
+	}
+	return ""
+}
+
+func hex4(b []byte) rune {
+	n, err := strconv.ParseUint(string(b), 16, 32)
+	if err != nil {
+		return -1
+	}
+	return rune(n)
+}
+
+// checkJSONField checks a raw JSON field that is stored as it was sent.
+func checkJSONField(name string, raw json.RawMessage) error {
+	if raw == nil {
+		return nil
+	}
+	if !json.Valid(raw) {
+		return Errorf(CodeInvalid, "field %q must be valid JSON", name)
+	}
+	if p := textProblem(raw); p != "" {
+		return Errorf(CodeInvalid, "field %q must not contain %s", name, p)
+	}
+	return nil
+}
+
+// checkText checks a free-text field that is stored in a JSON payload.
+func checkText(name string, v string, max int) error {
+	if len(v) > max || !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+		return Errorf(CodeInvalid, "field %q must be valid UTF-8 of at most %d bytes, without NUL characters", name, max)
+	}
+	return nil
 }
 
 // DescribeJSONError turns an encoding/json error into an invalid error that
@@ -78,6 +178,10 @@ func DescribeJSONError(err error) *Error {
 		return Errorf(CodeInvalidJSON, "malformed JSON at byte %d: %v", se.Offset, se)
 	case errors.As(err, &pe):
 		return Errorf(CodeInvalid, "field \"occurred_at\" must be an RFC 3339 time: %v", pe)
+	case strings.HasPrefix(err.Error(), "Time.UnmarshalJSON"):
+		// time.Time's own error does not say which field held it; occurred_at
+		// is the only time an entry has.
+		return Errorf(CodeInvalid, "field \"occurred_at\" must be an RFC 3339 time in a string")
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return Errorf(CodeInvalidJSON, "malformed JSON: unexpected end of input")
 	}
@@ -164,8 +268,8 @@ func (in *EntryInput) Validate() error {
 			return Errorf(CodeInvalid, "field \"attempt\" is required for %s entries", in.Type)
 		}
 	}
-	if in.Attempt != nil && *in.Attempt < 1 {
-		return Errorf(CodeInvalid, "field \"attempt\" must be 1 or more, got %d", *in.Attempt)
+	if in.Attempt != nil && (*in.Attempt < 1 || *in.Attempt > MaxAttempt) {
+		return Errorf(CodeInvalid, "field \"attempt\" must be between 1 and %d, got %d", MaxAttempt, *in.Attempt)
 	}
 	switch in.Type {
 	case TypeIntent:
@@ -189,24 +293,30 @@ func (in *EntryInput) Validate() error {
 			if t := bytes.TrimSpace(in.Params); len(t) == 0 || t[0] != '{' {
 				return Errorf(CodeInvalid, "field \"params\" must be a JSON object")
 			}
+			if err := checkJSONField("params", in.Params); err != nil {
+				return err
+			}
 		}
 	case TypeSucceeded:
 		if len(in.Result) > MaxJSONBytes {
 			return Errorf(CodeInvalid, "field \"result\" is %d bytes; the limit is %d", len(in.Result), MaxJSONBytes)
 		}
+		if err := checkJSONField("result", in.Result); err != nil {
+			return err
+		}
 	case TypeFailed:
 		if in.Error == nil || *in.Error == "" {
 			return Errorf(CodeInvalid, "field \"error\" is required for failed entries")
 		}
-		if len(*in.Error) > MaxTextBytes || !utf8.ValidString(*in.Error) {
-			return Errorf(CodeInvalid, "field \"error\" must be valid UTF-8 of at most %d bytes", MaxTextBytes)
+		if err := checkText("error", *in.Error, MaxTextBytes); err != nil {
+			return err
 		}
 	case TypeNote:
 		if in.Message == nil || *in.Message == "" {
 			return Errorf(CodeInvalid, "field \"message\" is required for note entries")
 		}
-		if len(*in.Message) > MaxTextBytes || !utf8.ValidString(*in.Message) {
-			return Errorf(CodeInvalid, "field \"message\" must be valid UTF-8 of at most %d bytes", MaxTextBytes)
+		if err := checkText("message", *in.Message, MaxTextBytes); err != nil {
+			return err
 		}
 	}
 	return nil

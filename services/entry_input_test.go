@@ -82,8 +82,8 @@ func TestDecodeEntryAcceptsValidEntries(t *testing.T) {
 func TestDecodeEntryRejectsBadInput(t *testing.T) {
 	t.Parallel()
 	const (
-		inv  = services.CodeInvalid
-		syn  = services.CodeInvalidJSON
+		inv = services.CodeInvalid
+		syn = services.CodeInvalidJSON
 	)
 	intentWith := func(extra string) string { return `{"key":"k","type":"intent","tool":"t"` + extra + `}` }
 	cases := []struct {
@@ -303,4 +303,3 @@ func TestDecisionInputValidate(t *testing.T) {
 		})
 	}
 }
-

@@ -76,13 +76,19 @@ func (l *Ledger) apply(ctx context.Context, p Principal, in *EntryInput) (EntryR
 		if act == nil {
 			pl = firstEntry(p.Namespace, in, actor.Name, now)
 		} else {
-			pl = transition(&step{now: now, act: act, in: in, actor: actor})
-			if pl.err != nil && pl.err.Code == CodeInvalidTransition {
-				if dup, err := l.alreadyRecorded(ctx, act, in); err != nil {
+			// A resent outcome is a duplicate whatever happened since. While
+			// the action is in progress none can have been recorded, so the
+			// hot path skips the look-up.
+			dup := false
+			if act.Status != StatusInProgress {
+				if dup, err = l.alreadyRecorded(ctx, act, in); err != nil {
 					return EntryResult{}, err
-				} else if dup {
-					pl = plan{outcome: OutcomeDuplicate}
 				}
+			}
+			if dup {
+				pl = plan{outcome: OutcomeDuplicate}
+			} else {
+				pl = transition(&step{now: now, act: act, in: in, actor: actor})
 			}
 		}
 		res := EntryResult{Key: in.Key, Type: in.Type, Outcome: pl.outcome, Error: pl.err, Action: act}

@@ -247,22 +247,22 @@ func then(base []op, more ...op) []op {
 // Paths to every status of key "k" (keyed effect, lease 60 s), with the
 // version and attempt each ends at noted.
 var (
-	toInProgress        = []op{send(intentK)}                                    // v1 a1
-	toSucceeded         = then(toInProgress, send(succeeded1))                   // v2 a1
-	toFailed            = then(toInProgress, send(failed1))                      // v2 a1
-	toFailedRetriable   = then(toInProgress, send(failedRetriable1))             // v2 a1
-	toAttempt2          = then(toFailedRetriable, send(intentK))                 // v3 a2
-	toTimedOut          = then(toInProgress, wait(61*time.Second), swept())      // v2 a1
-	toRetryRequested    = then(toTimedOut, decided("retry"))                     // v3 a1
-	toRetryAfterFailure = then(toFailed, decided("retry"))                       // v3 a1
-	toConfirmed         = then(toTimedOut, decided("confirm", withEvidence))     // v3 a1
-	toCompRequested     = then(toSucceeded, decided("compensate"))               // v3 a1
-	toCompensated       = then(toCompRequested, send(compensated1))              // v4 a1
-	toMarkedCompensated = then(toCompRequested, decided("mark_compensated"))     // v4 a1
-	toAbandoned         = then(toTimedOut, decided("abandon"))                   // v3 a1
-	toLeasePassed       = then(toInProgress, wait(61*time.Second))               // v1 a1, not swept
-	toRetryThenLateFail = then(toRetryRequested, send(failed1))                  // v3 a1
-	toSucceededLate     = then(toTimedOut, send(succeeded1))                     // v3 a1
+	toInProgress        = []op{send(intentK)}                                       // v1 a1
+	toSucceeded         = then(toInProgress, send(succeeded1))                      // v2 a1
+	toFailed            = then(toInProgress, send(failed1))                         // v2 a1
+	toFailedRetriable   = then(toInProgress, send(failedRetriable1))                // v2 a1
+	toAttempt2          = then(toFailedRetriable, send(intentK))                    // v3 a2
+	toTimedOut          = then(toInProgress, wait(61*time.Second), swept())         // v2 a1
+	toRetryRequested    = then(toTimedOut, decided("retry"))                        // v3 a1
+	toRetryAfterFailure = then(toFailed, decided("retry"))                          // v3 a1
+	toConfirmed         = then(toTimedOut, decided("confirm", withEvidence))        // v3 a1
+	toCompRequested     = then(toSucceeded, decided("compensate"))                  // v3 a1
+	toCompensated       = then(toCompRequested, send(compensated1))                 // v4 a1
+	toMarkedCompensated = then(toCompRequested, decided("mark_compensated"))        // v4 a1
+	toAbandoned         = then(toTimedOut, decided("abandon"))                      // v3 a1
+	toLeasePassed       = then(toInProgress, wait(61*time.Second))                  // v1 a1, not swept
+	toRetryThenLateFail = then(toRetryRequested, send(failed1))                     // v3 a1
+	toSucceededLate     = then(toTimedOut, send(succeeded1))                        // v3 a1
 	toCompensateLater   = then(toSucceeded, decided("compensate"), wait(time.Hour)) // v3 a1
 )
 
@@ -447,6 +447,17 @@ var entryCases = []entryCase{
 	{name: "stale outcome after the newer attempt finished changes nothing", setup: then(toAttempt2, send(succeeded2)), entry: succeeded1,
 		want: entryWant{outcome: "rejected", code: "stale_attempt", status: "succeeded", attempt: 2, version: 4, lease: leaseNone, result: `{"refund":"re_2"}`,
 			entries: []wantEntry{{"stale_outcome", "agent", 1}}}},
+	{name: "heartbeat for an older attempt is stale", setup: toAttempt2, entry: heartbeat1,
+		want: entryWant{outcome: "rejected", code: "stale_attempt", status: "in_progress", attempt: 2, version: 3, lease: leaseKept,
+			entries: []wantEntry{{"stale_heartbeat", "agent", 1}}}},
+	{name: "intent with other params on a finished action is key_reused", setup: toSucceeded,
+		entry: intent(IntentOpts{Params: `{"order":"8812","amount":12}`}),
+		want: entryWant{outcome: "rejected", code: "key_reused", status: "succeeded", attempt: 1, version: 2, lease: leaseNone, result: `{"refund":"re_1"}`,
+			entries: []wantEntry{{"key_reused", "agent", 0}}}},
+	{name: "intent with other params on retry_requested is key_reused and starts nothing", setup: toRetryRequested,
+		entry: intent(IntentOpts{Tool: "payments.charge"}),
+		want: entryWant{outcome: "rejected", code: "key_reused", status: "retry_requested", attempt: 1, version: 3, lease: leaseKept,
+			entries: []wantEntry{{"key_reused", "agent", 0}}}},
 	{name: "outcome for an attempt that has not started is invalid_transition", setup: toInProgress, entry: succeeded2,
 		want: entryWant{outcome: "rejected", code: "invalid_transition", status: "in_progress", attempt: 1, version: 1, lease: leaseKept,
 			entries: []wantEntry{{"rejected", "agent", 2}}}},
@@ -494,13 +505,9 @@ var entryCases = []entryCase{
 	{name: "succeeded resent after compensation finished is a duplicate", setup: toCompensated, entry: succeeded1,
 		want: entryWant{outcome: "duplicate", status: "compensated", attempt: 1, version: 4, lease: leaseNone, result: `{"refund":"re_1"}`}},
 	{name: "late failed resent on retry_requested is a duplicate", setup: toRetryThenLateFail, entry: failed1,
-		want: entryWant{outcome: "duplicate", status: "retry_requested", attempt: 1, version: 3, lease: leaseKept},
-		skip: "BUG: ledger.go apply consults alreadyRecorded only when the rule answers invalid_transition; on retry_requested " +
-			"the table's lateResultKeepRetry rule records every resent failed as another late_result (and alerts action.late_result again)"},
+		want: entryWant{outcome: "duplicate", status: "retry_requested", attempt: 1, version: 3, lease: leaseKept}},
 	{name: "failed resent after an operator decided retry is a duplicate", setup: toRetryAfterFailure, entry: failed1,
-		want: entryWant{outcome: "duplicate", status: "retry_requested", attempt: 1, version: 3, lease: leaseNone},
-		skip: "BUG: ledger.go apply consults alreadyRecorded only when the rule answers invalid_transition; a failed resent after " +
-			"failed -> retry decision is recorded as a late_result (alerting action.late_result) instead of being a duplicate"},
+		want: entryWant{outcome: "duplicate", status: "retry_requested", attempt: 1, version: 3, lease: leaseNone}},
 
 	// Outcomes the state does not allow.
 	{name: "failed after confirm is invalid_transition", setup: toConfirmed, entry: failed1,
@@ -668,16 +675,17 @@ func TestEntryRecordsWhatTheAgentSaid(t *testing.T) {
 	})
 }
 
+// TestActionAgentDefaultsToKeyName: SPEC's entry table makes "agent" default
+// to the API key's name, on the action as on the entry.
 func TestActionAgentDefaultsToKeyName(t *testing.T) {
 	t.Parallel()
-	t.Skip("BUG: ledger.go firstEntry stores Agent: in.Agent, so an intent without \"agent\" leaves action.agent null " +
-		"instead of the API key's name (SPEC entry table: agent defaults to the API key's name); List's agent filter misses such actions")
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		f := newFixture(t, st, FixtureOpts{})
 		res := submit(t, f.l, f.agent, intentK)
 		require.Equal(t, "proceed", res.Outcome)
 		require.NotNil(t, res.Action.Agent)
 		require.Equal(t, "refund-bot", *res.Action.Agent)
+		require.Equal(t, "refund-bot", *f.action(t, "k").Agent)
 		page, err := f.l.List(context.Background(), f.agent, services.ActionFilter{Agent: "refund-bot"})
 		require.NoError(t, err)
 		require.Len(t, page.Actions, 1)

@@ -88,9 +88,11 @@ var rules = map[event]map[Status]rule{
 		StatusRetryRequested: lateResultKeepRetry, // a late failure leaves the requested retry in place
 		StatusFailed:         answer(OutcomeDuplicate),
 	},
+	// A compensated resent after the agent's own report is found by the
+	// ledger's duplicate check; after the operator's mark_compensated it is
+	// an outcome after a decision, which is invalid.
 	evCompensated: {
 		StatusCompensationRequested: compensated,
-		StatusCompensated:           answer(OutcomeDuplicate),
 	},
 	evExpire: {
 		StatusInProgress: expire,

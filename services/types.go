@@ -31,7 +31,11 @@ func (p Principal) CanWrite() bool { return p.Role == RoleAgent }
 func (p Principal) CanDecide() bool { return p.Role == RoleOperator || p.Role == RoleAdmin }
 
 // Sees reports whether p may see data of namespace ns.
-func (p Principal) Sees(ns string) bool { return p.Role == RoleAdmin || p.Namespace == ns }
+func (p Principal) Sees(ns string) bool { return p.Global() || p.Namespace == ns }
+
+// Global reports whether p sees every namespace: admin keys and dashboard
+// users do.
+func (p Principal) Global() bool { return p.Role == RoleAdmin || p.Kind == "user" }
 
 // Status of an action.
 type Status string

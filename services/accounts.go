@@ -1,0 +1,357 @@
+package services
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/mail"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/arbiter-ledger/arbiter/models"
+)
+
+// RoleViewer may read everything in the dashboard and decide nothing.
+const RoleViewer Role = "viewer"
+
+// UserRoles are the roles of dashboard users.
+var UserRoles = []Role{RoleViewer, RoleOperator, RoleAdmin}
+
+// Session defaults (OWASP ASVS 3.3).
+const (
+	DefaultIdleTimeout     = 8 * time.Hour
+	DefaultAbsoluteTimeout = 7 * 24 * time.Hour
+	sessionTouchEvery      = time.Minute
+)
+
+// Sign-in throttling: after this many failures within the window, the
+// subject is locked for a while that doubles with each further failure.
+const (
+	accountFailureLimit = 5
+	addressFailureLimit = 20
+	failureWindow       = 15 * time.Minute
+	maxLock             = 15 * time.Minute
+)
+
+// CodeTooManyAttempts answers a throttled sign-in.
+const CodeTooManyAttempts = "too_many_attempts"
+
+// Accounts manages dashboard users and their sessions.
+type Accounts struct {
+	st              *Store
+	now             func() time.Time
+	IdleTimeout     time.Duration
+	AbsoluteTimeout time.Duration
+}
+
+// NewAccounts returns the account service on st with default timeouts.
+func NewAccounts(st *Store) *Accounts {
+	return &Accounts{st: st, now: utcNow, IdleTimeout: DefaultIdleTimeout, AbsoluteTimeout: DefaultAbsoluteTimeout}
+}
+
+// UserPrincipal is the principal a signed-in user acts as.
+func UserPrincipal(u models.User) Principal {
+	return Principal{Kind: "user", ID: u.ID, Name: u.Email, Role: Role(u.Role)}
+}
+
+func normalizeEmail(email string) (string, error) {
+	email = strings.ToLower(strings.TrimSpace(email))
+	a, err := mail.ParseAddress(email)
+	if err != nil || a.Address != email || len(email) > 254 {
+		return "", Errorf(CodeInvalid, "%q is not an email address", email)
+	}
+	return email, nil
+}
+
+func validUserRole(r Role) error {
+	for _, x := range UserRoles {
+		if x == r {
+			return nil
+		}
+	}
+	return Errorf(CodeInvalid, "unknown role %q: use viewer, operator or admin", r)
+}
+
+// CreateUser adds a user.
+func (a *Accounts) CreateUser(ctx context.Context, email string, role Role, password string) (models.User, error) {
+	email, err := normalizeEmail(email)
+	if err != nil {
+		return models.User{}, err
+	}
+	if err := validUserRole(role); err != nil {
+		return models.User{}, err
+	}
+	if err := ValidatePassword(password); err != nil {
+		return models.User{}, err
+	}
+	now := a.now()
+	u := models.User{ID: newID(), Email: email, Role: string(role), PasswordHash: hashPassword(password), CreatedAt: now, UpdatedAt: now}
+	res := a.st.wdb.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&u)
+	if res.Error != nil {
+		return models.User{}, dbError("accounts: create user", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return models.User{}, Errorf(CodeConflict, "a user with email %q exists", email)
+	}
+	return u, nil
+}
+
+// EnsureAdmin creates an admin with a random password when there are no
+// users at all, and returns the password; created is false otherwise.
+func (a *Accounts) EnsureAdmin(ctx context.Context) (email, password string, created bool, err error) {
+	var n int64
+	if err := a.st.db.WithContext(ctx).Model(&models.User{}).Count(&n).Error; err != nil {
+		return "", "", false, dbError("accounts: count users", err)
+	}
+	if n > 0 {
+		return "", "", false, nil
+	}
+	password = randomToken(20)
+	_, err = a.CreateUser(ctx, "admin@localhost", RoleAdmin, password)
+	if errors.Is(err, ErrConflict) {
+		return "", "", false, nil // another replica was first
+	}
+	if err != nil {
+		return "", "", false, err
+	}
+	return "admin@localhost", password, true, nil
+}
+
+// UserByEmail returns one user.
+func (a *Accounts) UserByEmail(ctx context.Context, email string) (models.User, error) {
+	email, err := normalizeEmail(email)
+	if err != nil {
+		return models.User{}, err
+	}
+	return a.findUser(ctx, "email = ?", email)
+}
+
+// User returns one user by id.
+func (a *Accounts) User(ctx context.Context, id string) (models.User, error) {
+	return a.findUser(ctx, "id = ?", id)
+}
+
+func (a *Accounts) findUser(ctx context.Context, where string, arg any) (models.User, error) {
+	var u models.User
+	err := a.st.db.WithContext(ctx).Where(where, arg).Limit(1).Find(&u).Error
+	if err != nil {
+		return u, dbError("accounts: find user", err)
+	}
+	if u.ID == "" {
+		return u, Errorf(CodeNotFound, "no such user")
+	}
+	return u, nil
+}
+
+// Users lists every user by email.
+func (a *Accounts) Users(ctx context.Context) ([]models.User, error) {
+	var out []models.User
+	err := a.st.db.WithContext(ctx).Order("email").Find(&out).Error
+	return out, dbErrorOrNil("accounts: list users", err)
+}
+
+// SetPassword changes a user's password and ends their sessions.
+func (a *Accounts) SetPassword(ctx context.Context, userID, password string) error {
+	if err := ValidatePassword(password); err != nil {
+		return err
+	}
+	return a.updateUser(ctx, userID, map[string]any{"password_hash": hashPassword(password)}, true)
+}
+
+// SetRole changes a user's role.
+func (a *Accounts) SetRole(ctx context.Context, userID string, role Role) error {
+	if err := validUserRole(role); err != nil {
+		return err
+	}
+	return a.updateUser(ctx, userID, map[string]any{"role": string(role)}, false)
+}
+
+// SetDisabled disables (and signs out) or re-enables a user.
+func (a *Accounts) SetDisabled(ctx context.Context, userID string, disabled bool) error {
+	var at *time.Time
+	if disabled {
+		now := a.now()
+		at = &now
+	}
+	return a.updateUser(ctx, userID, map[string]any{"disabled_at": at}, disabled)
+}
+
+func (a *Accounts) updateUser(ctx context.Context, userID string, set map[string]any, endSessions bool) error {
+	set["updated_at"] = a.now()
+	res := a.st.wdb.WithContext(ctx).Model(&models.User{}).Where("id = ?", userID).Updates(set)
+	if res.Error != nil {
+		return dbError("accounts: update user", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return Errorf(CodeNotFound, "no such user")
+	}
+	if endSessions {
+		return a.EndSessions(ctx, userID)
+	}
+	return nil
+}
+
+// EndSessions signs a user out everywhere.
+func (a *Accounts) EndSessions(ctx context.Context, userID string) error {
+	err := a.st.wdb.WithContext(ctx).Where("user_id = ?", userID).Delete(&models.Session{}).Error
+	return dbErrorOrNil("accounts: end sessions", err)
+}
+
+// Session is a signed-in browser as the web layer sees it.
+type Session struct {
+	Token string // only returned by SignIn; the cookie's value
+	CSRF  string
+	User  models.User
+}
+
+// SignIn checks a password and opens a new session with a fresh token (so a
+// token planted before sign-in is worthless). Failures are throttled per
+// account and per address; every failure looks the same to the caller.
+func (a *Accounts) SignIn(ctx context.Context, email, password, address, userAgent string) (Session, error) {
+	now := a.now()
+	norm, _ := normalizeEmail(email)
+	subjects := []string{"address:" + address}
+	if norm != "" {
+		subjects = append(subjects, "account:"+norm)
+	}
+	for _, s := range subjects {
+		if until, err := a.lockedUntil(ctx, s, now); err != nil {
+			return Session{}, err
+		} else if until != nil {
+			return Session{}, Errorf(CodeTooManyAttempts, "too many failed sign-ins; try again after %s", until.Format(time.RFC3339))
+		}
+	}
+	var u models.User
+	if norm != "" {
+		if err := a.st.db.WithContext(ctx).Where("email = ?", norm).Limit(1).Find(&u).Error; err != nil {
+			return Session{}, dbError("accounts: sign in", err)
+		}
+	}
+	hash := u.PasswordHash
+	if u.ID == "" {
+		hash = dummyHash()
+	}
+	ok := checkPassword(hash, password) && u.ID != "" && u.DisabledAt == nil
+	if !ok {
+		for _, s := range subjects {
+			if err := a.recordFailure(ctx, s, now); err != nil {
+				return Session{}, err
+			}
+		}
+		return Session{}, Errorf(CodeUnauthorized, "wrong email or password")
+	}
+	if err := a.st.wdb.WithContext(ctx).Where("subject IN ?", subjects[1:]).Delete(&models.SignInFailure{}).Error; err != nil {
+		return Session{}, dbError("accounts: sign in", err)
+	}
+	token := randomBytes64(32)
+	s := models.Session{TokenHash: tokenHash(token), UserID: u.ID, CSRFToken: randomBytes64(32), CreatedAt: now,
+		LastSeenAt: now, ExpiresAt: now.Add(a.AbsoluteTimeout), Address: address, UserAgent: truncate(userAgent, 512)}
+	if err := a.st.wdb.WithContext(ctx).Create(&s).Error; err != nil {
+		return Session{}, dbError("accounts: create session", err)
+	}
+	return Session{Token: token, CSRF: s.CSRFToken, User: u}, nil
+}
+
+// Session returns the live session for a cookie token, or unauthorized when
+// it is unknown, idle too long, past its absolute lifetime, or its user is
+// disabled.
+func (a *Accounts) Session(ctx context.Context, token string) (Session, error) {
+	if token == "" {
+		return Session{}, ErrUnauthorized
+	}
+	now := a.now()
+	var s models.Session
+	h := tokenHash(token)
+	if err := a.st.db.WithContext(ctx).Where("token_hash = ?", h).Limit(1).Find(&s).Error; err != nil {
+		return Session{}, dbError("accounts: find session", err)
+	}
+	if s.UserID == "" {
+		return Session{}, ErrUnauthorized
+	}
+	if now.After(s.ExpiresAt) || now.Sub(s.LastSeenAt) > a.IdleTimeout {
+		a.st.wdb.WithContext(ctx).Where("token_hash = ?", h).Delete(&models.Session{})
+		return Session{}, ErrUnauthorized
+	}
+	u, err := a.User(ctx, s.UserID)
+	if err != nil || u.DisabledAt != nil {
+		if errors.Is(err, ErrUnavailable) {
+			return Session{}, err
+		}
+		return Session{}, ErrUnauthorized
+	}
+	if now.Sub(s.LastSeenAt) > sessionTouchEvery {
+		if err := a.st.wdb.WithContext(ctx).Model(&models.Session{}).Where("token_hash = ?", h).
+			Update("last_seen_at", now).Error; err != nil {
+			return Session{}, dbError("accounts: touch session", err)
+		}
+	}
+	return Session{CSRF: s.CSRFToken, User: u}, nil
+}
+
+// SignOut ends the session of a cookie token.
+func (a *Accounts) SignOut(ctx context.Context, token string) error {
+	err := a.st.wdb.WithContext(ctx).Where("token_hash = ?", tokenHash(token)).Delete(&models.Session{}).Error
+	return dbErrorOrNil("accounts: sign out", err)
+}
+
+func (a *Accounts) lockedUntil(ctx context.Context, subject string, now time.Time) (*time.Time, error) {
+	var f models.SignInFailure
+	if err := a.st.db.WithContext(ctx).Where("subject = ?", subject).Limit(1).Find(&f).Error; err != nil {
+		return nil, dbError("accounts: throttle", err)
+	}
+	if f.LockedUntil != nil && f.LockedUntil.After(now) {
+		return f.LockedUntil, nil
+	}
+	return nil, nil
+}
+
+func (a *Accounts) recordFailure(ctx context.Context, subject string, now time.Time) error {
+	limit := accountFailureLimit
+	if strings.HasPrefix(subject, "address:") {
+		limit = addressFailureLimit
+	}
+	return a.st.wdb.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var f models.SignInFailure
+		if err := tx.Where("subject = ?", subject).Limit(1).Find(&f).Error; err != nil {
+			return dbError("accounts: throttle", err)
+		}
+		if f.Subject == "" || now.Sub(f.WindowStart) > failureWindow {
+			f = models.SignInFailure{Subject: subject, WindowStart: now}
+		}
+		f.Failures++
+		if over := f.Failures - limit; over >= 0 {
+			lock := time.Duration(min(1<<min(over, 10), int(maxLock/time.Second))) * time.Second * 30
+			lock = min(lock, maxLock)
+			until := now.Add(lock)
+			f.LockedUntil = &until
+		}
+		err := tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&f).Error
+		return dbErrorOrNil("accounts: throttle", err)
+	})
+}
+
+func tokenHash(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
+}
+
+func randomBytes64(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("accounts: no randomness: %v", err))
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

@@ -1,0 +1,1 @@
+// Arbiter dashboard: small progressive enhancements on top of htmx.
