@@ -191,6 +191,10 @@ func (k *Keys) Authenticate(ctx context.Context, secret string) (Principal, erro
 
 const tokenAlphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
+// RandomToken returns n random characters from [0-9a-zA-Z]: about 5.95
+// bits each.
+func RandomToken(n int) string { return randomToken(n) }
+
 // randomToken returns n characters from a 62-letter alphabet (about 5.95 bits
 // each), drawn without modulo bias.
 func randomToken(n int) string {

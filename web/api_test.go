@@ -27,10 +27,19 @@ type env struct {
 }
 
 func newEnv(t *testing.T, st *services.Store) *env {
+	return newEnvWith(t, st, nil)
+}
+
+// newEnvWith starts a server whose account service is adjusted by tune.
+func newEnvWith(t *testing.T, st *services.Store, tune func(*services.Accounts)) *env {
 	t.Helper()
 	logs := &bytes.Buffer{}
 	ledger := services.NewLedger(st)
-	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: services.NewKeys(st),
+	accounts := services.NewAccounts(st)
+	if tune != nil {
+		tune(accounts)
+	}
+	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: services.NewKeys(st), Accounts: accounts,
 		Metrics: web.NewMetrics(ledger.CountByStatus), Log: slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -72,7 +72,7 @@ func toAPIError(err error) (int, *services.Error) {
 
 // errorHandler answers every error returned by a handler, and logs it once:
 // 5xx at error level, 4xx at warn.
-func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+func errorHandler(log *slog.Logger, dash *dashboard) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		status, e := toAPIError(err)
 		c.Set(logErrKey, err)
@@ -86,7 +86,9 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			c.Response().Header().Set("Retry-After", "1")
 		}
 		var werr error
-		if c.Request().Method == http.MethodHead {
+		if wantsHTML(c) && c.Request().Method != http.MethodHead {
+			werr = dash.errorPage(c, status, e)
+		} else if c.Request().Method == http.MethodHead {
 			werr = c.NoContent(status)
 		} else {
 			werr = c.JSON(status, errorBody{Error: e})

@@ -2,6 +2,7 @@ package web
 
 import (
 	"log/slog"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -11,11 +12,17 @@ import (
 
 // Deps are what the HTTP surface is built from.
 type Deps struct {
-	Store   *services.Store
-	Ledger  *services.Ledger
-	Keys    *services.Keys
-	Metrics *Metrics
-	Log     *slog.Logger
+	Store    *services.Store
+	Ledger   *services.Ledger
+	Keys     *services.Keys
+	Accounts *services.Accounts
+	Metrics  *Metrics
+	Log      *slog.Logger
+	// SecureCookies makes session cookies Secure with the __Host- prefix;
+	// set it when the public URL is https.
+	SecureCookies bool
+	// PublicURL is where people reach the dashboard, for links in alerts.
+	PublicURL string
 }
 
 // New returns the HTTP handler with every route. The whole surface reads
@@ -23,7 +30,8 @@ type Deps struct {
 func New(d Deps) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = errorHandler(d.Log)
+	dash := &dashboard{cookies: cookies{secure: d.SecureCookies}}
+	e.HTTPErrorHandler = errorHandler(d.Log, dash)
 	e.Use(middleware.RequestID())
 	e.Use(requestLog(d.Log, d.Metrics))
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
@@ -49,6 +57,47 @@ func New(d Deps) *echo.Echo {
 	api.GET("/actions/:id", actions.get, key)
 	api.GET("/actions/:id/entries", actions.entries, key)
 	api.POST("/actions/:id/decisions", actions.decide, key)
+
+	// The dashboard: server-rendered pages for people, behind a session.
+	e.GET("/static/*", staticFiles())
+	// Middleware is attached per route, not per group: a group's middleware
+	// would answer unknown paths and methods of the whole site.
+	session := []echo.MiddlewareFunc{loadSession(d.Accounts, dash.cookies), checkCSRF}
+	user := slices.Concat(session, []echo.MiddlewareFunc{requireUser})
+	admins := slices.Concat(user, []echo.MiddlewareFunc{requireRole(services.RoleAdmin)})
+
+	signin := &signinPages{dashboard: dash, accounts: d.Accounts, absolute: d.Accounts.AbsoluteTimeout}
+	e.GET("/signin", signin.form, session...)
+	e.POST("/signin", signin.submit, session...)
+	e.POST("/signout", signin.signOut, session...)
+
+	// Triage and the action list.
+	triage := newTriagePages(dash, d)
+	e.GET("/", triage.page, user...)
+	e.GET("/triage/items", triage.items, user...)
+	e.GET("/triage/events", triage.events, user...)
+	e.GET("/actions", triage.list, user...)
+
+	// One action: its record, timeline and decision panel.
+	detail := newActionPages(dash, d)
+	e.GET("/actions/:id", detail.page, user...)
+	e.GET("/actions/:id/timeline", detail.timeline, user...)
+	e.POST("/actions/:id/decisions", detail.decide, user...)
+
+	// Administration: namespaces, API keys, users.
+	admin := newAdminPages(dash, d)
+	e.GET("/admin", admin.index, admins...)
+	e.GET("/admin/namespaces", admin.namespaces, admins...)
+	e.POST("/admin/namespaces", admin.createNamespace, admins...)
+	e.GET("/admin/keys", admin.keys, admins...)
+	e.POST("/admin/keys", admin.createKey, admins...)
+	e.POST("/admin/keys/:id/revoke", admin.revokeKey, admins...)
+	e.GET("/admin/users", admin.users, admins...)
+	e.POST("/admin/users", admin.createUser, admins...)
+	e.POST("/admin/users/:id/role", admin.setRole, admins...)
+	e.POST("/admin/users/:id/disable", admin.disableUser, admins...)
+	e.POST("/admin/users/:id/enable", admin.enableUser, admins...)
+	e.POST("/admin/users/:id/end-sessions", admin.endSessions, admins...)
 	return e
 }
 
@@ -58,6 +107,9 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-store")
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		if c.Request().TLS != nil {
 			h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
 		}

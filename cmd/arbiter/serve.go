@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,11 +16,14 @@ import (
 )
 
 type serveCmd struct {
-	Addr          string        `env:"ARBITER_ADDR" default:"127.0.0.1:8080" help:"Address to listen on."`
-	SweepInterval time.Duration `name:"sweep-interval" env:"ARBITER_SWEEP_INTERVAL" default:"1s" help:"How often expired leases are timed out."`
-	Retention     time.Duration `env:"ARBITER_RETENTION" default:"720h" help:"How long terminal actions are kept (0 keeps them forever); unresolved actions are never pruned."`
-	Migrate       bool          `env:"ARBITER_AUTO_MIGRATE" help:"Apply pending migrations at start (always done on SQLite)."`
-	DrainTimeout  time.Duration `name:"drain-timeout" env:"ARBITER_DRAIN_TIMEOUT" default:"30s" help:"How long in-flight requests may finish after SIGTERM."`
+	Addr            string        `env:"ARBITER_ADDR" default:"127.0.0.1:8080" help:"Address to listen on."`
+	SweepInterval   time.Duration `name:"sweep-interval" env:"ARBITER_SWEEP_INTERVAL" default:"1s" help:"How often expired leases are timed out."`
+	Retention       time.Duration `env:"ARBITER_RETENTION" default:"720h" help:"How long terminal actions are kept (0 keeps them forever); unresolved actions are never pruned."`
+	Migrate         bool          `env:"ARBITER_AUTO_MIGRATE" help:"Apply pending migrations at start (always done on SQLite)."`
+	DrainTimeout    time.Duration `name:"drain-timeout" env:"ARBITER_DRAIN_TIMEOUT" default:"30s" help:"How long in-flight requests may finish after SIGTERM."`
+	PublicURL       string        `name:"public-url" env:"ARBITER_PUBLIC_URL" help:"Where people reach the dashboard (e.g. https://arbiter.example.com); https makes session cookies Secure."`
+	SessionIdle     time.Duration `name:"session-idle-timeout" env:"ARBITER_SESSION_IDLE_TIMEOUT" default:"8h" help:"Dashboard sessions end after this long without a request."`
+	SessionAbsolute time.Duration `name:"session-absolute-timeout" env:"ARBITER_SESSION_ABSOLUTE_TIMEOUT" default:"168h" help:"Dashboard sessions end this long after sign-in, whatever happens."`
 }
 
 func (s *serveCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
@@ -39,7 +43,18 @@ func (s *serveCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
 	}
 	ledger := services.NewLedger(st)
 	metrics := web.NewMetrics(ledger.CountByStatus)
-	handler := web.New(web.Deps{Store: st, Ledger: ledger, Keys: services.NewKeys(st), Metrics: metrics, Log: log})
+	accounts := services.NewAccounts(st)
+	accounts.IdleTimeout, accounts.AbsoluteTimeout = s.SessionIdle, s.SessionAbsolute
+	if email, password, created, err := accounts.EnsureAdmin(ctx); err != nil {
+		return err
+	} else if created {
+		log.Warn("arbiter: created the first dashboard user; this password is shown only once",
+			"email", email, "password", password,
+			"change_it_with", "arbiter users set-password --email "+email+" --password-stdin")
+	}
+	secure := strings.HasPrefix(s.PublicURL, "https://")
+	handler := web.New(web.Deps{Store: st, Ledger: ledger, Keys: services.NewKeys(st), Accounts: accounts,
+		Metrics: metrics, Log: log, SecureCookies: secure, PublicURL: s.PublicURL})
 
 	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {
