@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
@@ -134,6 +135,9 @@ func (a *Accounts) UserByEmail(ctx context.Context, email string) (models.User, 
 
 // User returns one user by id.
 func (a *Accounts) User(ctx context.Context, id string) (models.User, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return models.User{}, Errorf(CodeNotFound, "no such user")
+	}
 	return a.findUser(ctx, "id = ?", id)
 }
 

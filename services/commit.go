@@ -47,6 +47,9 @@ func (l *Ledger) commit(ctx context.Context, ch *change) (*Action, *Entry, error
 	if err != nil {
 		return nil, nil, err
 	}
+	if len(ch.events) > 0 && l.alerted != nil {
+		l.alerted()
+	}
 	e := ch.entry
 	e.Seq = act.entrySeq
 	return act, &e, nil
@@ -117,15 +120,45 @@ INSERT INTO entries (id, action_id, namespace, seq, type, actor_kind, actor_name
 SELECT $11, a.id, a.namespace, a.entry_seq, $12, $13, $14, $15, $16, $17, $18 FROM a
 RETURNING seq`
 
+// pgUpdateWithOutbox is pgUpdate plus the alerts of the change: the messages
+// (with the entry's seq filled in) and one delivery per matching endpoint.
+const pgUpdateWithOutbox = `
+WITH a AS (
+	UPDATE actions SET status = $3, attempt = $4, version = $5, lease_until = $6, result = $7,
+		external_ref = $8, retriable = $9, updated_at = $10, entry_seq = entry_seq + 1
+	WHERE id = $1 AND version = $2
+	RETURNING id, namespace, entry_seq
+), e AS (
+	INSERT INTO entries (id, action_id, namespace, seq, type, actor_kind, actor_name, attempt, payload,
+		occurred_at, recorded_at)
+	SELECT $11, a.id, a.namespace, a.entry_seq, $12, $13, $14, $15, $16, $17, $18 FROM a
+	RETURNING seq
+), m AS (
+	INSERT INTO webhook_messages (id, event_type, namespace, action_id, payload, created_at)
+	SELECT ev.id, ev.type, a.namespace, a.id, jsonb_set(ev.payload, '{data,entry,seq}', to_jsonb(a.entry_seq)), $18
+	FROM a, jsonb_to_recordset($19::jsonb) AS ev(id uuid, type text, payload jsonb)
+	RETURNING id, event_type, namespace
+), d AS (
+	INSERT INTO webhook_deliveries (id, message_id, endpoint_id, state, attempts, next_attempt_at, created_at, updated_at)
+	SELECT gen_random_uuid(), m.id, w.id, 'pending', 0, $18, $18, $18
+	FROM m JOIN webhook_endpoints w ON w.enabled AND w.event_types ? m.event_type
+		AND (w.namespaces = '[]'::jsonb OR w.namespaces ? m.namespace)
+)
+SELECT seq FROM e`
+
 func (l *Ledger) updatePostgres(ctx context.Context, ch *change) (*Action, error) {
 	n := nextState(ch)
 	e := &ch.entry
-	var seq int
-	err := l.st.wsq.QueryRowContext(ctx, pgUpdate,
-		n.ID, ch.prev.Version, n.Status, n.Attempt, n.Version, n.LeaseUntil, l.jsonArg(n.Result),
+	q := pgUpdate
+	args := []any{n.ID, ch.prev.Version, n.Status, n.Attempt, n.Version, n.LeaseUntil, l.jsonArg(n.Result),
 		n.ExternalRef, n.retriable, n.UpdatedAt,
-		e.ID, e.Type, e.Actor.Kind, e.Actor.Name, e.Attempt, l.jsonArg(e.Payload), e.OccurredAt, e.RecordedAt,
-	).Scan(&seq)
+		e.ID, e.Type, e.Actor.Kind, e.Actor.Name, e.Attempt, l.jsonArg(e.Payload), e.OccurredAt, e.RecordedAt}
+	if msgs := outboxFor(ch, n); len(msgs) > 0 {
+		raw, _ := json.Marshal(msgs)
+		q, args = pgUpdateWithOutbox, append(args, string(raw))
+	}
+	var seq int
+	err := l.st.wsq.QueryRowContext(ctx, q, args...).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errLostRace
 	}
@@ -204,6 +237,11 @@ func (l *Ledger) updateSQLite(ctx context.Context, ch *change) (*Action, error) 
 			return err
 		}
 		n.entrySeq = seq
+		for _, m := range outboxFor(ch, n) {
+			if err := insertMessageSQLite(ctx, tx, m, n, seq, ch.entry.RecordedAt); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	if err != nil {

@@ -13,7 +13,14 @@ import (
 type Ledger struct {
 	st  *Store
 	now func() time.Time
+	// alerted is called after a change that wrote webhook messages commits,
+	// to wake the dispatcher without waiting for its next poll.
+	alerted func()
 }
+
+// OnAlert registers fn to run after every committed change that wrote
+// alerts. fn must not block.
+func (l *Ledger) OnAlert(fn func()) { l.alerted = fn }
 
 // NewLedger returns a ledger on st.
 func NewLedger(st *Store) *Ledger { return &Ledger{st: st, now: utcNow} }

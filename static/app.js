@@ -1,1 +1,40 @@
 // Arbiter dashboard: small progressive enhancements on top of htmx.
+
+// --- Admin: copy a new API key -------------------------------------------
+// Buttons with data-copy="ID" copy the value of the field ID; they are hidden
+// in the markup so that without JavaScript nobody sees a dead button.
+(function () {
+  function enableCopyButtons() {
+    document.querySelectorAll("button[data-copy]").forEach(function (b) {
+      if (navigator.clipboard) b.hidden = false;
+    });
+  }
+  document.addEventListener("DOMContentLoaded", enableCopyButtons);
+  document.addEventListener("htmx:afterSettle", enableCopyButtons);
+  document.addEventListener("click", function (ev) {
+    var b = ev.target.closest && ev.target.closest("button[data-copy]");
+    if (!b) return;
+    var field = document.getElementById(b.getAttribute("data-copy"));
+    if (!field) return;
+    navigator.clipboard.writeText(field.value).then(function () {
+      b.textContent = "Copied";
+    });
+  });
+  document.addEventListener("focusin", function (ev) {
+    if (ev.target.matches && ev.target.matches("input[data-select-on-focus]")) ev.target.select();
+  });
+})();
+
+// --- Action page: refused decisions -----------------------------------------
+// htmx leaves 4xx answers unswapped. A refused decision (400 invalid reason,
+// 409 changed since you opened it, 422 duplicate risk not acknowledged) comes
+// back as the refreshed panel saying why, so it is swapped in like a success.
+document.addEventListener("htmx:beforeSwap", function (evt) {
+  var status = evt.detail.xhr.status;
+  var elt = evt.detail.requestConfig && evt.detail.requestConfig.elt;
+  if ((status === 400 || status === 409 || status === 422) && elt && elt.closest &&
+      elt.closest("[data-swap-refusals]")) {
+    evt.detail.shouldSwap = true;
+    evt.detail.isError = false;
+  }
+});

@@ -1,25 +1,205 @@
 package web
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/views"
 )
 
-// actionPages serves one action's page and its decisions. (Being built.)
+// actionLedger is what one action's pages need from the ledger.
+type actionLedger interface {
+	ActionWithTimeline(ctx context.Context, p services.Principal, id string) (*services.Action, []*services.Entry, error)
+	Decide(ctx context.Context, p services.Principal, actionID string, d services.DecisionInput) (*services.Action, *services.Entry, error)
+}
+
+// actionPages serves one action's page, its timeline, and the decisions
+// taken on it.
 type actionPages struct {
 	*dashboard
-	d Deps
+	ledger actionLedger
+	hooks  deliveryReader
 }
 
-func newActionPages(dash *dashboard, d Deps) *actionPages { return &actionPages{dashboard: dash, d: d} }
+// deliveryReader lists the webhook deliveries an action caused.
+type deliveryReader interface {
+	ActionDeliveries(ctx context.Context, p services.Principal, a *services.Action) ([]*services.Delivery, error)
+}
+
+func newActionPages(dash *dashboard, d Deps) *actionPages {
+	h := &actionPages{dashboard: dash, ledger: d.Ledger}
+	if d.Webhooks != nil {
+		h.hooks = d.Webhooks
+	}
+	return h
+}
 
 func (h *actionPages) page(c echo.Context) error {
-	return c.String(http.StatusNotImplemented, "not yet")
+	v, err := h.view(c)
+	if err != nil {
+		return err
+	}
+	return h.show(c, http.StatusOK, v)
 }
+
 func (h *actionPages) timeline(c echo.Context) error {
-	return c.String(http.StatusNotImplemented, "not yet")
+	v, err := h.view(c)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.ActionTimeline(v))
 }
+
+// decide takes a decision from the panel. Without JavaScript it answers a
+// redirect with a flash; with htmx, the refreshed header, panel and timeline.
+// A refusal shows the page again with the message and what was typed.
 func (h *actionPages) decide(c echo.Context) error {
-	return c.String(http.StatusNotImplemented, "not yet")
+	form, in := readDecision(c)
+	a, _, err := h.ledger.Decide(c.Request().Context(), principal(c), c.Param("id"), in)
+	if err == nil {
+		msg := views.DecidedMessage(in.Decision, a)
+		if isHTMX(c) {
+			v, err := h.view(c)
+			if err != nil {
+				return err
+			}
+			v.Notice = msg
+			return render(c, http.StatusOK, views.ActionLive(v))
+		}
+		h.cookies.flash(c, msg)
+		return c.Redirect(http.StatusSeeOther, "/actions/"+a.ID)
+	}
+	e, ok := services.AsError(err)
+	if !ok {
+		return err
+	}
+	status := http.StatusBadRequest
+	switch e.Code {
+	case services.CodeInvalid:
+	case services.CodeDuplicateRiskUnacknowledged:
+		status = http.StatusUnprocessableEntity
+	case services.CodeInvalidTransition, services.CodeVersionConflict:
+		status = http.StatusConflict
+	default:
+		return err // forbidden, not found, unavailable: the error page
+	}
+	v, verr := h.view(c)
+	if verr != nil {
+		return verr
+	}
+	if e.Code == services.CodeVersionConflict {
+		v.Conflict = h.conflict(c, v, form)
+		// The reason stays typed, but a duplicate-risk acknowledgement was
+		// given for a state that is gone: it must be given again.
+		form.Acknowledged = false
+	} else {
+		form.Error = e.Message
+	}
+	v.Form = form.DecisionForm
+	return h.show(c, status, v)
+}
+
+// show answers the action's page, or only its live part to htmx.
+func (h *actionPages) show(c echo.Context, status int, v views.ActionView) error {
+	if isHTMX(c) {
+		return render(c, status, views.ActionLive(v))
+	}
+	return render(c, status, views.ActionDetailPage(h.pageFor(c, "Action "+v.Action.Key, "actions"), v))
+}
+
+// view reads the action and its timeline for the signed-in user.
+func (h *actionPages) view(c echo.Context) (views.ActionView, error) {
+	a, es, err := h.ledger.ActionWithTimeline(c.Request().Context(), principal(c), c.Param("id"))
+	if err != nil {
+		return views.ActionView{}, err
+	}
+	v := views.ActionView{Action: a, Entries: es, Now: time.Now().UTC()}
+	if h.hooks != nil {
+		if v.Deliveries, err = h.hooks.ActionDeliveries(c.Request().Context(), principal(c), a); err != nil {
+			return views.ActionView{}, err
+		}
+	}
+	if s, ok := currentSession(c); ok {
+		v.CSRF = s.CSRF
+		v.CanDecide = (&views.UserInfo{Email: s.User.Email, Role: s.User.Role}).CanDecide()
+	}
+	return v, nil
+}
+
+// conflict describes what changed since the page the operator decided on.
+func (h *actionPages) conflict(c echo.Context, v views.ActionView, f decisionForm) *views.DecisionConflict {
+	cf := &views.DecisionConflict{SeenVersion: f.seenVersion, SeenStatus: f.seenStatus}
+	if f.seenSeq < 0 {
+		return cf // the form did not say what it showed
+	}
+	for _, e := range v.Entries {
+		if e.Seq > f.seenSeq {
+			cf.Since = append(cf.Since, e)
+		}
+	}
+	return cf
+}
+
+// decisionForm is a submitted decision form: what goes back into the panel,
+// and what the page it came from showed.
+type decisionForm struct {
+	views.DecisionForm
+	seenVersion int
+	seenSeq     int // -1 when absent
+	seenStatus  string
+}
+
+// readDecision reads the panel's form. Only the fields of the decision taken
+// are passed on, so a stray field from a hand-made request is not an error
+// the operator has to understand; the service validates the rest. The seen_*
+// fields only describe the page the form was on, for a conflict message.
+func readDecision(c echo.Context) (decisionForm, services.DecisionInput) {
+	f := decisionForm{seenSeq: -1}
+	f.Decision = c.FormValue("decision")
+	f.Reason = c.FormValue("reason")
+	in := services.DecisionInput{Decision: f.Decision, Reason: f.Reason}
+	if v := c.FormValue("expected_version"); v != "" {
+		// Not a number becomes 0, which the service refuses as invalid (after
+		// it has refused a viewer as forbidden).
+		n, _ := strconv.Atoi(v)
+		in.ExpectedVersion, f.seenVersion = &n, n
+	}
+	if n, err := strconv.Atoi(c.FormValue("seen_seq")); err == nil {
+		f.seenSeq = n
+	}
+	if st := services.Status(c.FormValue("seen_status")); validStatusName(st) {
+		f.seenStatus = string(st)
+	}
+	switch f.Decision {
+	case "retry":
+		ack := c.FormValue("acknowledge_duplicate_risk")
+		f.Acknowledged = ack == "on" || ack == "true"
+		in.AcknowledgeDuplicateRisk = f.Acknowledged
+	case "confirm":
+		f.ExternalRef = strings.TrimSpace(c.FormValue("external_ref"))
+		f.Result = strings.TrimSpace(c.FormValue("result"))
+		if f.ExternalRef != "" {
+			in.ExternalRef = &f.ExternalRef
+		}
+		if f.Result != "" {
+			in.Result = json.RawMessage(f.Result)
+		}
+	}
+	return f, in
+}
+
+func validStatusName(s services.Status) bool {
+	for _, x := range services.Statuses {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

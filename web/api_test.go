@@ -39,7 +39,7 @@ func newEnvWith(t *testing.T, st *services.Store, tune func(*services.Accounts))
 	if tune != nil {
 		tune(accounts)
 	}
-	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: services.NewKeys(st), Accounts: accounts,
+	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: services.NewKeys(st), Accounts: accounts, Webhooks: services.NewWebhooks(st, services.AddressPolicy{AllowPrivate: true}),
 		Metrics: web.NewMetrics(ledger.CountByStatus), Log: slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/arbiter-ledger/arbiter/services"
 )
 
 // Metrics are the Prometheus series Arbiter exports at /metrics. Each server
@@ -21,6 +23,10 @@ type Metrics struct {
 	sweeps    *prometheus.CounterVec
 	timedOut  prometheus.Counter
 	statusSrc func(ctx context.Context) (map[string]int64, error)
+
+	deliveries *prometheus.CounterVec
+	sendTime   prometheus.Histogram
+	queueSrc   func(ctx context.Context) (services.QueueStats, error)
 }
 
 // NewMetrics registers Arbiter's series. countByStatus feeds the
@@ -42,26 +48,65 @@ func NewMetrics(countByStatus func(ctx context.Context) (map[string]int64, error
 			Name: "arbiter_sweeper_timed_out_total", Help: "Actions the sweeper timed out.",
 		}),
 		statusSrc: countByStatus,
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "arbiter_webhook_deliveries_total", Help: "Webhook delivery attempts, by result (succeeded, retrying, failed).",
+		}, []string{"result"}),
+		sendTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "arbiter_webhook_send_duration_seconds", Help: "Time a webhook receiver took to answer.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 15},
+		}),
+	}
+	for _, r := range []string{"succeeded", "retrying", "failed"} {
+		m.deliveries.WithLabelValues(r)
 	}
 	m.sweeps.WithLabelValues("ok")
 	m.sweeps.WithLabelValues("error")
-	m.reg.MustRegister(m.entries, m.latency, m.sweeps, m.timedOut, m,
+	m.reg.MustRegister(m.entries, m.latency, m.sweeps, m.timedOut, m, m.deliveries, m.sendTime,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
-var actionsDesc = prometheus.NewDesc("arbiter_actions", "Actions by status.", []string{"status"}, nil)
+var (
+	actionsDesc     = prometheus.NewDesc("arbiter_actions", "Actions by status.", []string{"status"}, nil)
+	queueDepthDesc  = prometheus.NewDesc("arbiter_webhook_queue_depth", "Webhook deliveries waiting to be sent or retried.", nil, nil)
+	oldestQueueDesc = prometheus.NewDesc("arbiter_webhook_oldest_pending_seconds", "Age of the oldest pending webhook delivery.", nil, nil)
+)
 
-// Describe and Collect make Metrics a collector of the arbiter_actions gauge,
-// read from the database at scrape time.
-func (m *Metrics) Describe(ch chan<- *prometheus.Desc) { ch <- actionsDesc }
+// WatchQueue feeds the webhook queue gauges at scrape time.
+func (m *Metrics) WatchQueue(fn func(ctx context.Context) (services.QueueStats, error)) {
+	m.queueSrc = fn
+}
+
+// ObserveDelivery records one webhook delivery attempt.
+func (m *Metrics) ObserveDelivery(result string, latency time.Duration) {
+	m.deliveries.WithLabelValues(result).Inc()
+	if latency > 0 {
+		m.sendTime.Observe(latency.Seconds())
+	}
+}
+
+// Describe and Collect make Metrics a collector of the gauges read from the
+// database at scrape time: actions by status and the webhook queue.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- actionsDesc
+	ch <- queueDepthDesc
+	ch <- oldestQueueDesc
+}
 
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if m.queueSrc != nil {
+		if q, err := m.queueSrc(ctx); err != nil {
+			ch <- prometheus.NewInvalidMetric(queueDepthDesc, err)
+		} else {
+			ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(q.Pending))
+			ch <- prometheus.MustNewConstMetric(oldestQueueDesc, prometheus.GaugeValue, q.OldestPendingAge.Seconds())
+		}
+	}
 	if m.statusSrc == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	counts, err := m.statusSrc(ctx)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(actionsDesc, err)

@@ -44,7 +44,7 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 	}
 	st := dbtest.Open(t, services.SQLite)
 	ledger := services.NewLedger(st)
-	e := web.New(web.Deps{Store: st, Ledger: ledger, Keys: services.NewKeys(st), Accounts: services.NewAccounts(st),
+	e := web.New(web.Deps{Store: st, Ledger: ledger, Keys: services.NewKeys(st), Accounts: services.NewAccounts(st), Webhooks: services.NewWebhooks(st, services.AddressPolicy{}),
 		Metrics: web.NewMetrics(ledger.CountByStatus), Log: slog.New(slog.DiscardHandler)})
 	served := []string{}
 	for _, r := range e.Routes() {

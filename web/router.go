@@ -16,6 +16,7 @@ type Deps struct {
 	Ledger   *services.Ledger
 	Keys     *services.Keys
 	Accounts *services.Accounts
+	Webhooks *services.Webhooks
 	Metrics  *Metrics
 	Log      *slog.Logger
 	// SecureCookies makes session cookies Secure with the __Host- prefix;
@@ -23,6 +24,9 @@ type Deps struct {
 	SecureCookies bool
 	// PublicURL is where people reach the dashboard, for links in alerts.
 	PublicURL string
+	// Done is closed when the server starts shutting down; long-lived
+	// responses (event streams) end then, so the drain does not wait on them.
+	Done <-chan struct{}
 }
 
 // New returns the HTTP handler with every route. The whole surface reads
@@ -57,6 +61,16 @@ func New(d Deps) *echo.Echo {
 	api.GET("/actions/:id", actions.get, key)
 	api.GET("/actions/:id/entries", actions.entries, key)
 	api.POST("/actions/:id/decisions", actions.decide, key)
+	hooks := &webhooksHandler{hooks: d.Webhooks}
+	api.POST("/webhooks", hooks.create, key)
+	api.GET("/webhooks", hooks.list, key)
+	api.GET("/webhooks/:id", hooks.get, key)
+	api.PATCH("/webhooks/:id", hooks.update, key)
+	api.DELETE("/webhooks/:id", hooks.delete, key)
+	api.POST("/webhooks/:id/rotate-secret", hooks.rotate, key)
+	api.POST("/webhooks/:id/test", hooks.test, key)
+	api.GET("/webhooks/:id/deliveries", hooks.deliveries, key)
+	api.POST("/deliveries/:id/redeliver", hooks.redeliver, key)
 
 	// The dashboard: server-rendered pages for people, behind a session.
 	e.GET("/static/*", staticFiles())

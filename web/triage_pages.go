@@ -1,28 +1,96 @@
 package web
 
 import (
+	"context"
 	"net/http"
+	"slices"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/arbiter-ledger/arbiter/models"
+	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/views"
 )
 
-// triagePages serves the triage queue and the action list. (Being built.)
+// triageReader is what the triage queue and the action list need from the
+// ledger.
+type triageReader interface {
+	Triage(ctx context.Context, p services.Principal, limit int) (*services.Triage, error)
+	TriageStamp(ctx context.Context) (string, error)
+	List(ctx context.Context, p services.Principal, f services.ActionFilter) (*services.ActionPage, error)
+}
+
+// namespaceLister offers the namespaces the action list filters by.
+type namespaceLister interface {
+	Namespaces(ctx context.Context) ([]models.Namespace, error)
+}
+
+// triagePages serves the triage queue, its live updates, and the action
+// list.
 type triagePages struct {
 	*dashboard
-	d Deps
+	ledger     triageReader
+	namespaces namespaceLister
+	feed       *triageFeed
+	done       <-chan struct{} // closed when the server shuts down
 }
 
-func newTriagePages(dash *dashboard, d Deps) *triagePages { return &triagePages{dashboard: dash, d: d} }
+func newTriagePages(dash *dashboard, d Deps) *triagePages {
+	return &triagePages{dashboard: dash, ledger: d.Ledger, namespaces: d.Keys,
+		feed: newTriageFeed(d.Ledger.TriageStamp, d.Log), done: d.Done}
+}
 
+// page is the queue with the counts above it.
 func (h *triagePages) page(c echo.Context) error {
-	return c.String(http.StatusNotImplemented, "not yet")
+	v, err := h.triageView(c)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.TriagePage(h.pageFor(c, "Triage", "triage"), v))
 }
+
+// items is the part of the page that live updates replace. It answers the
+// fragment alone, with or without htmx.
 func (h *triagePages) items(c echo.Context) error {
-	return c.String(http.StatusNotImplemented, "not yet")
+	v, err := h.triageView(c)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.TriageItems(v))
 }
-func (h *triagePages) events(c echo.Context) error {
-	return c.String(http.StatusNotImplemented, "not yet")
+
+func (h *triagePages) triageView(c echo.Context) (views.TriageView, error) {
+	ctx := c.Request().Context()
+	// The stamp is read before the queue: if the queue changes in between,
+	// the page holds an older stamp and live updates fetch it again.
+	stamp, err := h.ledger.TriageStamp(ctx)
+	if err != nil {
+		return views.TriageView{}, err
+	}
+	t, err := h.ledger.Triage(ctx, principal(c), services.DefaultTriageLimit)
+	if err != nil {
+		return views.TriageView{}, err
+	}
+	v := views.TriageView{Now: t.At, Total: t.Total, Waiting: t.Waiting, Stamp: stamp}
+	for _, s := range services.Statuses {
+		v.Counts = append(v.Counts, views.TriageCount{Name: string(s), Count: t.Counts[string(s)],
+			Attention: slices.Contains(services.TriageStatuses, s)})
+	}
+	for _, kind := range services.TriageAlerts {
+		v.Alerts = append(v.Alerts, views.TriageCount{Name: kind, Count: t.Alerts[kind], Attention: true})
+	}
+	for _, it := range t.Items {
+		a := it.Action
+		v.Rows = append(v.Rows, views.TriageRow{ActionID: a.ID, Kind: it.Kind, Alert: it.Alert,
+			Status: string(a.Status), Namespace: a.Namespace, Key: a.Key, Tool: a.Tool, Effect: a.Effect,
+			Attempt: a.Attempt, Reference: deref(a.Reference), Since: it.Since})
+	}
+	return v, nil
 }
-func (h *triagePages) list(c echo.Context) error {
-	return c.String(http.StatusNotImplemented, "not yet")
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -75,3 +75,30 @@ func TestSIGTERMDrains(t *testing.T) {
 		require.False(t, bytes.Contains(raw, []byte(key[3:])), "%s holds the plaintext key", f)
 	}
 }
+
+// TestSIGTERMEndsEventStreams: an open triage page (a server-sent event
+// stream) does not hold up shutdown.
+func TestSIGTERMEndsEventStreams(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := []string{"ARBITER_DATABASE_URL=" + dbtest.SQLiteURL(t)}
+	_, _, err := runArbiter(t, dir, env, "a long enough password", "users", "create", "--email", "ops@example.com", "--role", "operator", "--password-stdin")
+	require.NoError(t, err)
+	p := serve(t, dir, env)
+	client, status := signInOverHTTP(t, p.url, "ops@example.com", "a long enough password")
+	require.Equal(t, 303, status)
+	res, err := client.Get(p.url + "/triage/events")
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, "text/event-stream", res.Header.Get("Content-Type"))
+
+	start := time.Now()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not exit within 10 s of SIGTERM with an event stream open")
+	}
+	require.Equal(t, 0, p.cmd.ProcessState.ExitCode(), p.logs.String())
+	t.Logf("exited %s after SIGTERM", time.Since(start))
+}

@@ -16,14 +16,16 @@ import (
 )
 
 type serveCmd struct {
-	Addr            string        `env:"ARBITER_ADDR" default:"127.0.0.1:8080" help:"Address to listen on."`
-	SweepInterval   time.Duration `name:"sweep-interval" env:"ARBITER_SWEEP_INTERVAL" default:"1s" help:"How often expired leases are timed out."`
-	Retention       time.Duration `env:"ARBITER_RETENTION" default:"720h" help:"How long terminal actions are kept (0 keeps them forever); unresolved actions are never pruned."`
-	Migrate         bool          `env:"ARBITER_AUTO_MIGRATE" help:"Apply pending migrations at start (always done on SQLite)."`
-	DrainTimeout    time.Duration `name:"drain-timeout" env:"ARBITER_DRAIN_TIMEOUT" default:"30s" help:"How long in-flight requests may finish after SIGTERM."`
-	PublicURL       string        `name:"public-url" env:"ARBITER_PUBLIC_URL" help:"Where people reach the dashboard (e.g. https://arbiter.example.com); https makes session cookies Secure."`
-	SessionIdle     time.Duration `name:"session-idle-timeout" env:"ARBITER_SESSION_IDLE_TIMEOUT" default:"8h" help:"Dashboard sessions end after this long without a request."`
-	SessionAbsolute time.Duration `name:"session-absolute-timeout" env:"ARBITER_SESSION_ABSOLUTE_TIMEOUT" default:"168h" help:"Dashboard sessions end this long after sign-in, whatever happens."`
+	Addr                string        `env:"ARBITER_ADDR" default:"127.0.0.1:8080" help:"Address to listen on."`
+	SweepInterval       time.Duration `name:"sweep-interval" env:"ARBITER_SWEEP_INTERVAL" default:"1s" help:"How often expired leases are timed out."`
+	Retention           time.Duration `env:"ARBITER_RETENTION" default:"720h" help:"How long terminal actions are kept (0 keeps them forever); unresolved actions are never pruned."`
+	Migrate             bool          `env:"ARBITER_AUTO_MIGRATE" help:"Apply pending migrations at start (always done on SQLite)."`
+	DrainTimeout        time.Duration `name:"drain-timeout" env:"ARBITER_DRAIN_TIMEOUT" default:"30s" help:"How long in-flight requests may finish after SIGTERM."`
+	PublicURL           string        `name:"public-url" env:"ARBITER_PUBLIC_URL" help:"Where people reach the dashboard (e.g. https://arbiter.example.com); https makes session cookies Secure."`
+	WebhookAllowPrivate bool          `name:"webhook-allow-private" env:"ARBITER_WEBHOOK_ALLOW_PRIVATE" help:"Let webhooks reach loopback, private and link-local addresses (tests, on-premises receivers)."`
+	WebhookDisableAfter time.Duration `name:"webhook-disable-after" env:"ARBITER_WEBHOOK_DISABLE_AFTER" default:"120h" help:"Disable a webhook endpoint that has failed without a success for this long."`
+	SessionIdle         time.Duration `name:"session-idle-timeout" env:"ARBITER_SESSION_IDLE_TIMEOUT" default:"8h" help:"Dashboard sessions end after this long without a request."`
+	SessionAbsolute     time.Duration `name:"session-absolute-timeout" env:"ARBITER_SESSION_ABSOLUTE_TIMEOUT" default:"168h" help:"Dashboard sessions end this long after sign-in, whatever happens."`
 }
 
 func (s *serveCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
@@ -52,9 +54,17 @@ func (s *serveCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
 			"email", email, "password", password,
 			"change_it_with", "arbiter users set-password --email "+email+" --password-stdin")
 	}
+	policy := services.AddressPolicy{AllowPrivate: s.WebhookAllowPrivate}
+	hooks := services.NewWebhooks(st, policy)
+	dispatcher := services.NewDispatcher(st, log, policy)
+	dispatcher.PublicURL, dispatcher.DisableAfter, dispatcher.OnResult = s.PublicURL, s.WebhookDisableAfter, metrics.ObserveDelivery
+	ledger.OnAlert(dispatcher.Wake)
+	hooks.OnQueued(dispatcher.Wake)
+	metrics.WatchQueue(dispatcher.Queue)
+
 	secure := strings.HasPrefix(s.PublicURL, "https://")
 	handler := web.New(web.Deps{Store: st, Ledger: ledger, Keys: services.NewKeys(st), Accounts: accounts,
-		Metrics: metrics, Log: log, SecureCookies: secure, PublicURL: s.PublicURL})
+		Webhooks: hooks, Metrics: metrics, Log: log, SecureCookies: secure, PublicURL: s.PublicURL, Done: ctx.Done()})
 
 	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {
@@ -62,12 +72,16 @@ func (s *serveCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
 		IdleTimeout: 120 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	if dispatcher.PublicURL == "" {
+		dispatcher.PublicURL = "http://" + ln.Addr().String()
+	}
 	log.Info("arbiter: listening", "addr", "http://"+ln.Addr().String(), "database", st.Where, "dialect", st.Dialect,
 		"sweep_interval", s.SweepInterval.String(), "retention", s.Retention.String())
 
 	bg, stopBG := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { ledger.RunSweeper(bg, log, s.SweepInterval, s.Retention, metrics.ObserveSweep) })
+	wg.Go(func() { dispatcher.Run(bg) })
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

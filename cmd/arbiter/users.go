@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/arbiter-ledger/arbiter/services"
+)
+
+type usersCmd struct {
+	Create      usersCreateCmd      `cmd:"" help:"Create a dashboard user; the password is read from standard input."`
+	SetPassword usersSetPasswordCmd `cmd:"" name:"set-password" help:"Set a user's password (read from standard input) and sign them out everywhere."`
+	List        usersListCmd        `cmd:"" help:"List dashboard users (never their passwords)."`
+}
+
+type usersCreateCmd struct {
+	Email         string `required:"" help:"The user's email address; they sign in with it."`
+	Role          string `required:"" enum:"viewer,operator,admin" help:"viewer (reads), operator (reads and decides) or admin (also manages keys and users)."`
+	PasswordStdin bool   `name:"password-stdin" help:"Read the password from standard input: one line, e.g. from a secret store or a pipe."`
+}
+
+func (u *usersCreateCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
+	password, err := passwordFromStdin(u.PasswordStdin, os.Stdin)
+	if err != nil {
+		return err
+	}
+	st, err := openCurrent(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	m, err := services.NewAccounts(st).CreateUser(ctx, u.Email, services.Role(u.Role), password)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("created %s %s (id %s); they can sign in now\n", m.Role, m.Email, m.ID)
+	return nil
+}
+
+type usersSetPasswordCmd struct {
+	Email         string `required:"" help:"The user's email address."`
+	PasswordStdin bool   `name:"password-stdin" help:"Read the new password from standard input: one line."`
+}
+
+func (u *usersSetPasswordCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
+	password, err := passwordFromStdin(u.PasswordStdin, os.Stdin)
+	if err != nil {
+		return err
+	}
+	st, err := openCurrent(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	accounts := services.NewAccounts(st)
+	m, err := accounts.UserByEmail(ctx, u.Email)
+	if err != nil {
+		return err
+	}
+	if err := accounts.SetPassword(ctx, m.ID, password); err != nil {
+		return err
+	}
+	fmt.Printf("set the password of %s and ended their sessions\n", m.Email)
+	return nil
+}
+
+// passwordFromStdin reads one line. Passwords never come from flags or
+// arguments, which other users of the machine can read in the process list,
+// and there is no prompt: a terminal on standard input is refused so that
+// nobody types a password that echoes on screen.
+func passwordFromStdin(enabled bool, stdin *os.File) (string, error) {
+	const how = "pipe it in, e.g. `printf '%s\\n' \"$PASSWORD\" | arbiter users …`"
+	if !enabled {
+		return "", errors.New("the password is read from standard input only: pass --password-stdin and " + how)
+	}
+	if fi, err := stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		return "", errors.New("--password-stdin does not prompt and standard input is a terminal: " + how)
+	}
+	line, err := bufio.NewReader(stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("read the password from standard input: %w", err)
+	}
+	line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+	if line == "" {
+		return "", errors.New("no password on standard input: " + how)
+	}
+	return line, nil
+}
+
+type usersListCmd struct {
+	JSON bool `help:"Print JSON instead of a table."`
+}
+
+func (u *usersListCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
+	st, err := openCurrent(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	users, err := services.NewAccounts(st).Users(ctx)
+	if err != nil {
+		return err
+	}
+	if u.JSON {
+		type row struct {
+			ID         string     `json:"id"`
+			Email      string     `json:"email"`
+			Role       string     `json:"role"`
+			CreatedAt  time.Time  `json:"created_at"`
+			DisabledAt *time.Time `json:"disabled_at"`
+		}
+		rows := make([]row, 0, len(users))
+		for _, m := range users {
+			rows = append(rows, row{m.ID, m.Email, m.Role, m.CreatedAt.UTC(), m.DisabledAt})
+		}
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tEMAIL\tROLE\tCREATED\tSTATE")
+	for _, m := range users {
+		state := "active"
+		if m.DisabledAt != nil {
+			state = "disabled " + m.DisabledAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", m.ID, m.Email, m.Role, m.CreatedAt.UTC().Format(time.RFC3339), state)
+	}
+	return w.Flush()
+}

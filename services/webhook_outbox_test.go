@@ -1,0 +1,276 @@
+package services_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/services/dbtest"
+)
+
+// The outbox: which ledger changes alert, to whom, and that an alert exists
+// exactly when its change committed.
+
+// actionEvents are every event an action's change can alert.
+var actionEvents = []string{services.EventTimedOut, services.EventDecided, services.EventKeyReused,
+	services.EventStaleOutcome, services.EventLateResult, services.EventCompensated, services.EventFailed}
+
+// alertsByKey maps the keys of the actions an endpoint's deliveries are about
+// to their event types, sorted.
+func (e *hookEnv) alertsByKey(t *testing.T, endpointID string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, d := range e.deliveries(t, endpointID) {
+		require.NotNil(t, d.ActionID)
+		a, err := e.l.Action(context.Background(), admin(), *d.ActionID)
+		require.NoError(t, err)
+		out[a.Key] = append(out[a.Key], d.EventType)
+	}
+	for k := range out {
+		slices.Sort(out[k])
+	}
+	return out
+}
+
+func (e *hookEnv) decide(t *testing.T, key, decision string) {
+	t.Helper()
+	a, err := e.l.ActionByKey(context.Background(), e.agent, "", key)
+	require.NoError(t, err)
+	_, _, err = e.l.Decide(context.Background(), e.operator, a.ID, services.DecisionInput{Decision: decision, Reason: "checked the PSP"})
+	require.NoError(t, err)
+}
+
+// TestAlertEvents: each alerting change writes its events, and only those;
+// a retriable failure alerts nothing.
+func TestAlertEvents(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newHookEnv(t, st)
+		ep := e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/", Events: actionEvents})
+		agentSays := func(key string, outcome string, raws ...string) {
+			t.Helper()
+			res := submitAll(t, e.l, e.agent, raws...)
+			require.Equal(t, outcome, res[len(res)-1].Outcome, "%s: %+v", key, res[len(res)-1].Error)
+		}
+
+		agentSays("reused", services.OutcomeRejected, intent(IntentOpts{Key: "reused"}),
+			intent(IntentOpts{Key: "reused", Params: `{"order":"9001"}`}))
+		agentSays("stale", services.OutcomeRejected, intent(IntentOpts{Key: "stale"}),
+			`{"key":"stale","type":"failed","attempt":1,"error":"gateway timeout","retriable":true}`,
+			intent(IntentOpts{Key: "stale"}),
+			`{"key":"stale","type":"succeeded","attempt":1}`)
+		agentSays("failed", services.OutcomeRecorded, intent(IntentOpts{Key: "failed"}),
+			`{"key":"failed","type":"failed","attempt":1,"error":"card declined"}`)
+		agentSays("retriable", services.OutcomeRecorded, intent(IntentOpts{Key: "retriable"}),
+			`{"key":"retriable","type":"failed","attempt":1,"error":"gateway timeout","retriable":true}`)
+		agentSays("compensated", services.OutcomeRecorded, intent(IntentOpts{Key: "compensated"}),
+			`{"key":"compensated","type":"succeeded","attempt":1}`)
+		e.decide(t, "compensated", "compensate")
+		agentSays("compensated", services.OutcomeRecorded, intent(IntentOpts{Key: "compensated"}),
+			`{"key":"compensated","type":"compensated","attempt":1}`)
+		agentSays("by-hand", services.OutcomeRecorded, intent(IntentOpts{Key: "by-hand"}),
+			`{"key":"by-hand","type":"succeeded","attempt":1}`)
+		e.decide(t, "by-hand", "compensate")
+		e.decide(t, "by-hand", "mark_compensated")
+
+		// Outcomes after the lease passed, before the sweeper saw it.
+		agentSays("late", services.OutcomeProceed, intent(IntentOpts{Key: "late", Timeout: 1}))
+		agentSays("late-failure", services.OutcomeProceed, intent(IntentOpts{Key: "late-failure", Timeout: 1}))
+		e.clock.Advance(2 * time.Second)
+		agentSays("late", services.OutcomeRecorded, `{"key":"late","type":"succeeded","attempt":1}`)
+		agentSays("late-failure", services.OutcomeRecorded, `{"key":"late-failure","type":"failed","attempt":1,"error":"declined"}`)
+		e.timeOut(t, "timed-out")
+
+		require.Equal(t, map[string][]string{
+			"reused":       {services.EventKeyReused},
+			"stale":        {services.EventStaleOutcome},
+			"failed":       {services.EventFailed},
+			"compensated":  {services.EventCompensated, services.EventDecided},
+			"by-hand":      {services.EventCompensated, services.EventDecided, services.EventDecided},
+			"late":         {services.EventLateResult},
+			"late-failure": {services.EventFailed, services.EventLateResult},
+			"timed-out":    {services.EventTimedOut},
+		}, e.alertsByKey(t, ep.ID))
+		n, err := st.CountMessages(context.Background(), "", "")
+		require.NoError(t, err)
+		require.Equal(t, 12, n, "one message per alert")
+	})
+}
+
+// TestDecidedCarriesTheDecision: action.decided says what was decided, why
+// and by whom, beside the action after the decision and its entry.
+func TestDecidedCarriesTheDecision(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		ctx := context.Background()
+		e := newHookEnv(t, st)
+		rcv := newReceiver(t)
+		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL, Events: []string{services.EventDecided}})
+		a := e.timeOut(t, "k")
+		_, _, err := e.l.Decide(ctx, e.operator, a.ID, services.DecisionInput{Decision: "retry",
+			Reason: "No refund in the PSP for order 8812."})
+		require.NoError(t, err)
+		startDispatcher(t, st, DispatcherOpts{})
+
+		r := rcv.waitRequests(t, 1)[0]
+		require.NoError(t, verify(ep.Secret, r))
+		m := messageOf(t, r)
+		require.Equal(t, services.EventDecided, m.Type)
+		require.Equal(t, &services.DecisionInfo{Decision: "retry", Reason: "No refund in the PSP for order 8812.",
+			Operator: "ops-alice"}, m.Data.Decision)
+		require.Equal(t, a.ID, m.Data.Action.ID)
+		require.Equal(t, services.StatusRetryRequested, m.Data.Action.Status)
+		require.Equal(t, 3, m.Data.Action.Version)
+		require.Equal(t, services.TypeDecision, m.Data.Entry.Type)
+		require.Equal(t, 3, m.Data.Entry.Seq)
+		require.Equal(t, services.Actor{Kind: "operator", Name: "ops-alice"}, m.Data.Entry.Actor)
+		require.Equal(t, m.Data.Entry.RecordedAt, m.Timestamp)
+	})
+}
+
+// TestSubscriptions: an endpoint gets the event types it subscribes to, in
+// its namespaces (none listed: every namespace).
+func TestSubscriptions(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		x := newHookEnv(t, st)
+		y := &hookEnv{fixture: newFixture(t, st, FixtureOpts{}), hooks: x.hooks}
+		url := "http://127.0.0.1:9/"
+		failedInX := x.endpoint(t, EndpointOpts{URL: url, Events: []string{services.EventFailed}, Namespaces: []string{x.ns}})
+		timedOutAnywhere := x.endpoint(t, EndpointOpts{URL: url, Events: []string{services.EventTimedOut}})
+		bothInY := x.endpoint(t, EndpointOpts{URL: url, Events: []string{services.EventFailed, services.EventTimedOut}, Namespaces: []string{y.ns}})
+		decidedInXY := x.endpoint(t, EndpointOpts{URL: url, Events: []string{services.EventDecided}, Namespaces: []string{x.ns, y.ns}})
+
+		for _, e := range []*hookEnv{x, y} {
+			submitAll(t, e.l, e.agent, intent(IntentOpts{Key: e.ns + "-failed"}),
+				fmt.Sprintf(`{"key":%q,"type":"failed","attempt":1,"error":"declined"}`, e.ns+"-failed"))
+			e.timeOut(t, e.ns+"-timed-out")
+		}
+		require.Equal(t, map[string][]string{x.ns + "-failed": {services.EventFailed}}, x.alertsByKey(t, failedInX.ID))
+		require.Equal(t, map[string][]string{x.ns + "-timed-out": {services.EventTimedOut}, y.ns + "-timed-out": {services.EventTimedOut}},
+			x.alertsByKey(t, timedOutAnywhere.ID))
+		require.Equal(t, map[string][]string{y.ns + "-failed": {services.EventFailed}, y.ns + "-timed-out": {services.EventTimedOut}},
+			x.alertsByKey(t, bothInY.ID))
+		require.Empty(t, x.alertsByKey(t, decidedInXY.ID))
+	})
+}
+
+// TestDecisionThatLosesItsRaceWritesNoMessage: a stale decision, whether
+// refused up front (expected_version) or at commit (the compare-and-set
+// fails), leaves no alert behind.
+func TestDecisionThatLosesItsRaceWritesNoMessage(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		ctx := context.Background()
+		e := newHookEnv(t, st)
+		e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/", Events: []string{services.EventDecided}})
+		a := e.timeOut(t, "k") // as read: timed_out at version 2
+		messages := func() int {
+			n, err := st.CountMessages(ctx, a.ID, services.EventDecided)
+			require.NoError(t, err)
+			return n
+		}
+
+		_, _, err := e.l.Decide(ctx, e.operator, a.ID, services.DecisionInput{Decision: "confirm", Reason: "seen in the PSP", ExpectedVersion: new(1)})
+		requireCode(t, services.CodeVersionConflict, err)
+		require.Zero(t, messages())
+
+		_, _, err = e.l.Decide(ctx, e.operator, a.ID, services.DecisionInput{Decision: "abandon", Reason: "never happened"})
+		require.NoError(t, err)
+		require.Equal(t, 1, messages())
+
+		err = e.l.DecideAsOf(ctx, e.operator, a, services.DecisionInput{Decision: "confirm", Reason: "seen in the PSP"})
+		require.ErrorIs(t, err, services.ErrLostRace)
+		require.Equal(t, 1, messages(), "the losing commit inserted no message")
+		n, err := st.CountEntries(ctx, a.ID, "")
+		require.NoError(t, err)
+		require.Equal(t, 3, n, "and no entry")
+	})
+}
+
+// TestConcurrentDecisionsAlertOnce: of many concurrent decisions one wins,
+// and exactly one action.decided is written.
+func TestConcurrentDecisionsAlertOnce(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		ctx := context.Background()
+		e := newHookEnv(t, st)
+		ep := e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/", Events: []string{services.EventDecided}})
+		a := e.timeOut(t, "k")
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		for i := range errs {
+			decision := []string{"confirm", "abandon"}[i%2]
+			wg.Go(func() {
+				_, _, errs[i] = e.l.Decide(ctx, e.operator, a.ID, services.DecisionInput{Decision: decision, Reason: "race"})
+			})
+		}
+		wg.Wait()
+		won := 0
+		for _, err := range errs {
+			if err == nil {
+				won++
+				continue
+			}
+			ae, ok := services.AsError(err)
+			require.True(t, ok, "%v", err)
+			require.Contains(t, []string{services.CodeVersionConflict, services.CodeInvalidTransition}, ae.Code)
+		}
+		require.Equal(t, 1, won)
+		n, err := st.CountMessages(ctx, a.ID, services.EventDecided)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		require.Len(t, e.deliveries(t, ep.ID), 1)
+	})
+}
+
+// TestFailedTransactionLeavesNoMessage: when writing the alert fails after
+// the ledger wrote the action and its entry, nothing of the change remains.
+func TestFailedTransactionLeavesNoMessage(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		ctx := context.Background()
+		e := newHookEnv(t, st)
+		e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/", Events: []string{services.EventDecided}})
+		a := e.timeOut(t, "k")
+		fail, heal := `CREATE TRIGGER fail_delivery BEFORE INSERT ON webhook_deliveries
+			BEGIN SELECT RAISE(ABORT, 'injected failure'); END`, `DROP TRIGGER fail_delivery`
+		if st.Dialect == services.Postgres {
+			require.NoError(t, st.ExecForTest(ctx, `CREATE FUNCTION fail_delivery() RETURNS trigger LANGUAGE plpgsql
+				AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$`))
+			fail = `CREATE TRIGGER fail_delivery BEFORE INSERT ON webhook_deliveries FOR EACH ROW EXECUTE FUNCTION fail_delivery()`
+			heal = `DROP TRIGGER fail_delivery ON webhook_deliveries`
+		}
+		require.NoError(t, st.ExecForTest(ctx, fail))
+
+		decision := services.DecisionInput{Decision: "abandon", Reason: "never happened"}
+		_, _, err := e.l.Decide(ctx, e.operator, a.ID, decision)
+		require.Error(t, err)
+		var coded *services.Error
+		require.False(t, errors.As(err, &coded) && coded.Code == services.CodeVersionConflict, "a database failure, not a lost race: %v", err)
+		after, err := e.l.Action(ctx, e.operator, a.ID)
+		require.NoError(t, err)
+		require.Equal(t, services.StatusTimedOut, after.Status, "the action is unchanged")
+		require.Equal(t, a.Version, after.Version)
+		n, err := st.CountEntries(ctx, a.ID, "")
+		require.NoError(t, err)
+		require.Equal(t, 2, n, "the entry was rolled back")
+		n, err = st.CountMessages(ctx, a.ID, services.EventDecided)
+		require.NoError(t, err)
+		require.Zero(t, n, "the message was rolled back")
+
+		require.NoError(t, st.ExecForTest(ctx, heal))
+		_, _, err = e.l.Decide(ctx, e.operator, a.ID, decision)
+		require.NoError(t, err)
+		n, err = st.CountMessages(ctx, a.ID, services.EventDecided)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+	})
+}

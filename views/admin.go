@@ -1,0 +1,150 @@
+package views
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// AdminNamespacesView is the namespaces page.
+type AdminNamespacesView struct {
+	Namespaces []AdminNamespace
+	// ActionsCap is where action counts stop: a count above it shows as "cap+".
+	ActionsCap int
+	Form       NamespaceForm
+}
+
+// AdminNamespace is one row of the namespaces table.
+type AdminNamespace struct {
+	Name       string
+	CreatedAt  time.Time
+	ActiveKeys int
+	Actions    int
+}
+
+// NamespaceForm is the create-namespace form as submitted.
+type NamespaceForm struct {
+	Name  string
+	Error string
+}
+
+// AdminKeysView is the API keys page.
+type AdminKeysView struct {
+	Keys       []AdminKey
+	Namespaces []string // for the namespace suggestions
+	Form       KeyForm
+	// New is the key just created: its secret is on this response only.
+	New *NewKey
+	// Error is a failure of a per-row control (revoke).
+	Error string
+}
+
+// AdminKey is one row of the API keys table; it never holds a secret.
+type AdminKey struct {
+	ID        string
+	Prefix    string
+	Name      string
+	Role      string
+	Namespace string // empty for global (admin) keys
+	CreatedAt time.Time
+	RevokedAt *time.Time
+}
+
+// KeyForm is the create-key form as submitted.
+type KeyForm struct {
+	Namespace string
+	Name      string
+	Role      string
+	Error     string
+}
+
+// NewKey is a key just created, with its secret.
+type NewKey struct {
+	Key    AdminKey
+	Secret string
+	// BaseURL is where the API is reached, for the example command.
+	BaseURL string
+}
+
+// AdminUsersView is the users page.
+type AdminUsersView struct {
+	Users       []AdminUser
+	Form        UserForm
+	MinPassword int
+	MaxPassword int
+	// Error is a failure of a per-row control (role, disable, sessions).
+	Error string
+}
+
+// AdminUser is one row of the users table.
+type AdminUser struct {
+	ID         string
+	Email      string
+	Role       string
+	CreatedAt  time.Time
+	DisabledAt *time.Time
+	// Me marks the signed-in admin, whose own row cannot disable or demote.
+	Me bool
+}
+
+// UserForm is the create-user form as submitted; the password is never
+// echoed back.
+type UserForm struct {
+	Email string
+	Role  string
+	Error string
+}
+
+// adminKeyRoles are the roles an API key can have, with what each may do.
+var adminKeyRoles = []struct{ Value, Label string }{
+	{"agent", "agent: submits entries in its namespace"},
+	{"reader", "reader: reads its namespace"},
+	{"operator", "operator: reads and decides in its namespace"},
+	{"admin", "admin: everything, in every namespace (no namespace)"},
+}
+
+// adminUserRoles are the roles of dashboard users.
+var adminUserRoles = []struct{ Value, Label string }{
+	{"viewer", "viewer: reads"},
+	{"operator", "operator: reads and decides"},
+	{"admin", "admin: also manages namespaces, keys and users"},
+}
+
+func (k AdminKey) where() string {
+	if k.Namespace == "" {
+		return "global"
+	}
+	return k.Namespace
+}
+
+func (n AdminNamespace) actionsText(limit int) string {
+	if n.Actions > limit {
+		return strconv.Itoa(limit) + "+"
+	}
+	return strconv.Itoa(n.Actions)
+}
+
+func adminActionsLink(ns string) string { return "/actions?namespace=" + url.QueryEscape(ns) }
+
+func adminUserPath(id, what string) string { return "/admin/users/" + url.PathEscape(id) + "/" + what }
+
+func adminKeyRevokePath(id string) string { return "/admin/keys/" + url.PathEscape(id) + "/revoke" }
+
+// adminRFC3339 is the absolute form of a time, always in UTC.
+func adminRFC3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// adminAgo says how long before now t was, coarsely, as people say it.
+func adminAgo(t time.Time) string {
+	d := time.Since(t)
+	switch {
+	case d < time.Minute: // also a clock slightly ahead of ours
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h ago", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%d days ago", int(d.Hours()/24))
+	}
+}

@@ -1,0 +1,136 @@
+package views
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/arbiter-ledger/arbiter/services"
+)
+
+// WebhooksView is the list of webhook endpoints.
+type WebhooksView struct {
+	Endpoints []*services.Endpoint
+	Now       time.Time
+}
+
+// WebhookForm is the endpoint form as shown or as submitted, kept when it is
+// refused.
+type WebhookForm struct {
+	URL         string
+	Events      []string
+	Namespaces  string // as typed: names separated by commas or spaces
+	Format      string
+	Description string
+	Error       string
+}
+
+// WebhookFormFor fills the form with an endpoint's settings.
+func WebhookFormFor(ep *services.Endpoint) WebhookForm {
+	return WebhookForm{URL: ep.URL, Events: ep.EventTypes, Namespaces: strings.Join(ep.Namespaces, ", "),
+		Format: ep.Format, Description: ep.Description}
+}
+
+// WebhookView is one endpoint's page: its settings, the edit form and its
+// deliveries.
+type WebhookView struct {
+	Endpoint   *services.Endpoint
+	Deliveries []*services.Delivery
+	Form       WebhookForm
+	Now        time.Time
+	CSRF       string
+	// Secret is set only on the answer to creation or rotation: it is never
+	// shown again.
+	Secret string
+	// Created tells a new endpoint's secret from a rotated one.
+	Created bool
+}
+
+// WebhookDeliveriesView is the deliveries section, also sent alone to htmx.
+type WebhookDeliveriesView struct {
+	EndpointID string
+	Deliveries []*services.Delivery
+	Now        time.Time
+	CSRF       string
+	// Notice confirms what htmx just did (a test sent, a redelivery queued).
+	Notice string
+}
+
+// Deliveries is the deliveries section of the page.
+func (v WebhookView) DeliveriesView() WebhookDeliveriesView {
+	return WebhookDeliveriesView{EndpointID: v.Endpoint.ID, Deliveries: v.Deliveries, Now: v.Now, CSRF: v.CSRF}
+}
+
+// pending reports whether any delivery is still on its way, so the section
+// refreshes itself.
+func (v WebhookDeliveriesView) pending() bool {
+	return slices.ContainsFunc(v.Deliveries, func(d *services.Delivery) bool { return d.State == services.DeliveryPending })
+}
+
+// webhookEvents are the events an endpoint can subscribe to, with when each
+// is sent. webhook.test is not among them: a test goes to any endpoint on
+// request.
+var webhookEvents = []struct{ Value, Label string }{
+	{services.EventTimedOut, "an attempt timed out: outcome unknown"},
+	{services.EventDecided, "an operator decided"},
+	{services.EventFailed, "an attempt failed and may not be retried"},
+	{services.EventLateResult, "an outcome arrived after its lease"},
+	{services.EventStaleOutcome, "an outcome arrived for an old attempt"},
+	{services.EventKeyReused, "a key was reused with other tool or params"},
+	{services.EventCompensated, "an effect was undone"},
+}
+
+func webhookPath(id string, what ...string) string {
+	p := "/admin/webhooks/" + url.PathEscape(id)
+	for _, w := range what {
+		p += "/" + w
+	}
+	return p
+}
+
+func redeliverPath(id string) string { return "/admin/deliveries/" + url.PathEscape(id) + "/redeliver" }
+
+func actionPath(id string) string { return "/actions/" + url.PathEscape(id) }
+
+func namespacesText(ns []string) string {
+	if len(ns) == 0 {
+		return "every namespace"
+	}
+	return strings.Join(ns, ", ")
+}
+
+func optionalCode(n *int) string {
+	if n == nil {
+		return "—"
+	}
+	return strconv.Itoa(*n)
+}
+
+// webhookRelative says how far t is from now, before or after, coarsely.
+func webhookRelative(t, now time.Time) string {
+	d := now.Sub(t)
+	later := d < 0
+	if later {
+		d = -d
+	}
+	var s string
+	switch {
+	case d < 5*time.Second:
+		return "now"
+	case d < time.Minute:
+		s = fmt.Sprintf("%d s", int(d.Seconds()))
+	case d < time.Hour:
+		s = fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 48*time.Hour:
+		s = fmt.Sprintf("%d h", int(d.Hours()))
+	default:
+		s = fmt.Sprintf("%d days", int(d.Hours()/24))
+	}
+	if later {
+		return "in " + s
+	}
+	return s + " ago"
+}
