@@ -131,11 +131,19 @@ type due struct {
 func (d *Dispatcher) dispatch(ctx context.Context, wg *sync.WaitGroup) (int, error) {
 	d.mu.Lock()
 	free := d.Workers - d.total
+	// Endpoints at their bound are left out of the claim: their backlog
+	// would otherwise fill every claim and hold up everyone else's alerts.
+	var full []string
+	for ep, n := range d.inflight {
+		if n >= d.PerEndpoint {
+			full = append(full, ep)
+		}
+	}
 	d.mu.Unlock()
 	if free <= 0 {
 		return 0, nil
 	}
-	claimed, err := d.claim(ctx, free)
+	claimed, err := d.claim(ctx, free, full)
 	if err != nil || len(claimed) == 0 {
 		return 0, err
 	}
@@ -173,19 +181,25 @@ func (d *Dispatcher) dispatch(ctx context.Context, wg *sync.WaitGroup) (int, err
 	return started, nil
 }
 
-func (d *Dispatcher) claim(ctx context.Context, limit int) ([]due, error) {
+func (d *Dispatcher) claim(ctx context.Context, limit int, skipEndpoints []string) ([]due, error) {
 	now := d.now()
 	token := uuid.NewString()
+	args := []any{token, now.Add(d.Lease), now}
+	skip := ""
+	for _, ep := range skipEndpoints {
+		args = append(args, ep)
+		skip += ` AND d.endpoint_id <> $` + strconv.Itoa(len(args))
+	}
 	q := `UPDATE webhook_deliveries SET claim = $1, claimed_until = $2
 		WHERE id IN (SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
 			WHERE d.state = 'pending' AND d.next_attempt_at <= $3 AND w.enabled
-			AND (d.claimed_until IS NULL OR d.claimed_until < $3)
+			AND (d.claimed_until IS NULL OR d.claimed_until < $3)` + skip + `
 			ORDER BY d.next_attempt_at LIMIT ` + strconv.Itoa(limit)
 	if d.st.Dialect == Postgres {
 		q += ` FOR UPDATE OF d SKIP LOCKED`
 	}
 	q += `)`
-	if _, err := d.st.wsq.ExecContext(ctx, d.st.rebind(q), token, now.Add(d.Lease), now); err != nil {
+	if _, err := d.st.wsq.ExecContext(ctx, d.st.rebind(q), args...); err != nil {
 		return nil, dbError("webhooks: claim deliveries", err)
 	}
 	// Once claimed, the deliveries are sent even if ctx ends now: reading
@@ -409,11 +423,15 @@ type QueueStats struct {
 	OldestPendingAge time.Duration
 }
 
-// Queue reports the pending deliveries.
+// Queue reports the pending deliveries of enabled endpoints. Those of a
+// disabled endpoint wait for an admin, not for the dispatcher: counted, they
+// would make the oldest pending age grow for as long as the endpoint stays
+// off and hide a queue that is really stuck.
 func (d *Dispatcher) Queue(ctx context.Context) (QueueStats, error) {
 	var n int64
 	var oldest *time.Time
-	row := d.st.rsq.QueryRowContext(ctx, `SELECT count(*), min(created_at) FROM webhook_deliveries WHERE state = 'pending'`)
+	row := d.st.rsq.QueryRowContext(ctx, `SELECT count(*), min(d.created_at) FROM webhook_deliveries d
+		JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE d.state = 'pending' AND w.enabled`)
 	var raw any
 	if err := row.Scan(&n, &raw); err != nil {
 		return QueueStats{}, dbError("webhooks: queue stats", err)

@@ -66,3 +66,11 @@ func (s *Store) ExecForTest(ctx context.Context, q string) error {
 	_, err := s.wsq.ExecContext(ctx, q)
 	return err
 }
+
+// CountRows counts the rows of a table, for tests that check what a delete
+// took with it.
+func (s *Store) CountRows(ctx context.Context, table string) (int, error) {
+	var n int
+	err := s.rsq.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&n)
+	return n, err
+}

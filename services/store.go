@@ -15,7 +15,8 @@ import (
 	"time"
 
 	"github.com/glebarez/sqlite"
-	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -50,6 +51,7 @@ type Store struct {
 
 	authOnce sync.Once
 	auth     *authCache
+	tracer   *queryTracer // PostgreSQL only
 }
 
 // Open connects to the database named by rawURL ("postgres://…",
@@ -61,10 +63,13 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	cfg := &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, TranslateError: true}
 	switch {
 	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
-		sqldb, err := sql.Open("pgx", rawURL)
+		pgcfg, err := pgx.ParseConfig(rawURL)
 		if err != nil {
-			return nil, fmt.Errorf("store: open postgres: %w", err)
+			return nil, fmt.Errorf("store: postgres URL: %v", redactErr(err, rawURL))
 		}
+		tracer := &queryTracer{}
+		pgcfg.Tracer = tracer
+		sqldb := stdlib.OpenDB(*pgcfg)
 		sqldb.SetMaxOpenConns(32)
 		sqldb.SetMaxIdleConns(32)
 		sqldb.SetConnMaxIdleTime(5 * time.Minute)
@@ -73,7 +78,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 			sqldb.Close()
 			return nil, fmt.Errorf("store: open postgres: %w", err)
 		}
-		s := &Store{Dialect: Postgres, Where: redactURL(rawURL), db: gdb, wdb: gdb, rsq: sqldb, wsq: sqldb}
+		s := &Store{Dialect: Postgres, Where: redactURL(rawURL), db: gdb, wdb: gdb, rsq: sqldb, wsq: sqldb, tracer: tracer}
 		if err := s.Ping(ctx); err != nil {
 			s.Close()
 			return nil, err
@@ -114,6 +119,17 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("store: unsupported database URL %q: use postgres://… or sqlite:PATH", redactURL(rawURL))
 	}
+}
+
+// redactErr keeps a password out of an error about its URL.
+func redactErr(err error, rawURL string) string {
+	msg := err.Error()
+	if u, perr := url.Parse(rawURL); perr == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+	}
+	return msg
 }
 
 // redactURL drops the password from a database URL.

@@ -48,8 +48,8 @@ type Triage struct {
 	Items []TriageItem // oldest first, at most the limit
 	// Waiting is the number of items in the whole queue, beyond the limit.
 	Waiting int
-	Counts  map[string]int64 // actions per status
-	Total   int64            // actions in Counts
+	Counts  map[string]int64 // open actions per status (OpenStatuses)
+	Total   int64            // open actions
 	Alerts  map[string]int64 // alerts per entry type within the window
 	At      time.Time        // the ledger's time when the queue was read
 }
@@ -107,30 +107,45 @@ func namespaceScope(p Principal, column string, argN int) (string, []any) {
 	return fmt.Sprintf(" AND %s = $%d", column, argN), []any{p.Namespace}
 }
 
-// countsFor counts actions per status in what p may see.
+// OpenStatuses are the statuses counted on the triage page: actions still
+// running and those waiting on a person. Each is served by a partial index
+// (actions_lease_idx, actions_triage_idx), so counting stays cheap with
+// millions of finished actions; finished statuses are counted on demand in
+// the action list and in metrics.
+var OpenStatuses = []Status{StatusInProgress, StatusTimedOut, StatusRetryRequested, StatusCompensationRequested}
+
+// countsFor counts open actions per status in what p may see.
 func (l *Ledger) countsFor(ctx context.Context, p Principal) (map[string]int64, error) {
-	if p.Global() {
-		return l.CountByStatus(ctx)
-	}
-	rows, err := l.st.rsq.QueryContext(ctx, l.st.rebind(
-		`SELECT status, count(*) FROM actions WHERE namespace = $1 GROUP BY status`), p.Namespace)
-	if err != nil {
-		return nil, dbError("triage: count actions", err)
-	}
-	defer rows.Close()
 	out := map[string]int64{}
-	for _, s := range Statuses {
+	scope, args := namespaceScope(p, "namespace", 1)
+	queries := []string{
+		`SELECT status, count(*) FROM actions WHERE status IN ('timed_out', 'retry_requested', 'compensation_requested')` +
+			scope + ` GROUP BY status`,
+		`SELECT status, count(*) FROM actions WHERE status = 'in_progress'` + scope + ` GROUP BY status`,
+	}
+	for _, s := range OpenStatuses {
 		out[string(s)] = 0
 	}
-	for rows.Next() {
-		var s string
-		var n int64
-		if err := rows.Scan(&s, &n); err != nil {
+	for _, q := range queries {
+		rows, err := l.st.rsq.QueryContext(ctx, l.st.rebind(q), args...)
+		if err != nil {
 			return nil, dbError("triage: count actions", err)
 		}
-		out[s] = n
+		for rows.Next() {
+			var s string
+			var n int64
+			if err := rows.Scan(&s, &n); err != nil {
+				rows.Close()
+				return nil, dbError("triage: count actions", err)
+			}
+			out[s] = n
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, dbError("triage: count actions", err)
+		}
 	}
-	return out, dbErrorOrNil("triage: count actions", rows.Err())
+	return out, nil
 }
 
 func (l *Ledger) countAlerts(ctx context.Context, p Principal, since time.Time) (map[string]int64, error) {

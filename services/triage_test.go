@@ -96,9 +96,9 @@ func TestTriage(t *testing.T) {
 		require.Equal(t, want, got)
 		require.Equal(t, 2, tr.Items[4].Action.Attempt, "the stale outcome's action is at attempt 2")
 		require.Equal(t, 5, tr.Waiting)
-		require.Equal(t, int64(7), tr.Total)
-		require.Equal(t, map[string]int64{"in_progress": 2, "succeeded": 2, "failed": 0, "timed_out": 1,
-			"retry_requested": 1, "confirmed": 0, "compensation_requested": 1, "compensated": 0, "abandoned": 0}, tr.Counts)
+		require.Equal(t, int64(5), tr.Total)
+		require.Equal(t, map[string]int64{"in_progress": 2, "timed_out": 1, "retry_requested": 1,
+			"compensation_requested": 1}, tr.Counts, "open statuses only; finished ones are not counted here")
 		require.Equal(t, map[string]int64{"key_reused": 1, "stale_outcome": 1}, tr.Alerts)
 		require.Equal(t, f.clock.Now(), tr.At)
 
@@ -135,8 +135,8 @@ func TestTriageIsScopedToTheNamespace(t *testing.T) {
 		require.Len(t, tr.Items, 1)
 		require.Equal(t, "elsewhere", tr.Items[0].Action.Key)
 		require.Equal(t, "key_reused", tr.Items[0].Kind)
-		require.Equal(t, int64(1), tr.Total)
-		require.Equal(t, int64(1), tr.Counts["succeeded"])
+		require.Equal(t, int64(0), tr.Total)
+		require.NotContains(t, tr.Counts, "succeeded")
 		require.Equal(t, int64(0), tr.Counts["timed_out"], "another namespace's actions are not counted")
 		require.Equal(t, map[string]int64{"key_reused": 1, "stale_outcome": 0}, tr.Alerts)
 		require.Equal(t, 1, tr.Waiting)

@@ -740,10 +740,9 @@ func TestEndpointManagement(t *testing.T) {
 		_, err = e.hooks.Endpoint(ctx, admin(), ep.ID)
 		requireCode(t, services.CodeNotFound, err)
 		requireCode(t, services.CodeNotFound, e.hooks.DeleteEndpoint(ctx, admin(), ep.ID))
-		d := services.NewDispatcher(st, slog.New(slog.DiscardHandler), services.AddressPolicy{})
-		q, err := d.Queue(ctx)
+		n, err := st.CountRows(ctx, "webhook_deliveries")
 		require.NoError(t, err)
-		require.Zero(t, q.Pending, "deleting an endpoint deletes its deliveries")
+		require.Zero(t, n, "deleting an endpoint deletes its deliveries")
 	})
 }
 
@@ -766,5 +765,51 @@ func TestQueueStats(t *testing.T) {
 		require.EqualValues(t, 1, q.Pending)
 		require.Greater(t, q.OldestPendingAge, 10*time.Millisecond)
 		require.Less(t, q.OldestPendingAge, time.Minute)
+
+		_, err = e.hooks.UpdateEndpoint(ctx, admin(), ep.ID, services.EndpointInput{Enabled: new(false)})
+		require.NoError(t, err)
+		q, err = d.Queue(ctx)
+		require.NoError(t, err)
+		require.Equal(t, services.QueueStats{}, q, "a disabled endpoint's deliveries wait for an admin, not for the dispatcher")
+	})
+}
+
+// TestSlowEndpointDoesNotHoldUpOthers: an endpoint at its concurrency bound
+// with a backlog of older deliveries does not keep another endpoint's newer
+// alert waiting.
+func TestSlowEndpointDoesNotHoldUpOthers(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		ctx := context.Background()
+		e := newHookEnv(t, st)
+		release := make(chan struct{})
+		slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		t.Cleanup(slow.Close)
+		slowEP := e.endpoint(t, EndpointOpts{URL: slow.URL})
+		for range 20 {
+			_, err := e.hooks.SendTest(ctx, admin(), slowEP.ID)
+			require.NoError(t, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+		fast := newReceiver(t)
+		fastEP := e.endpoint(t, EndpointOpts{URL: fast.srv.URL})
+		_, err := e.hooks.SendTest(ctx, admin(), fastEP.ID)
+		require.NoError(t, err)
+
+		d := services.NewDispatcher(st, slog.New(slog.DiscardHandler), services.AddressPolicy{AllowPrivate: true})
+		d.Poll, d.Workers, d.PerEndpoint = 10*time.Millisecond, 4, 2
+		dctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { d.Run(dctx); close(done) }()
+		t.Cleanup(func() { close(release); cancel(); <-done })
+
+		start := time.Now()
+		fast.waitRequests(t, 1)
+		require.Less(t, time.Since(start), 2*time.Second)
 	})
 }

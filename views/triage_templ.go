@@ -18,9 +18,9 @@ import (
 // TriageView is what the triage page shows.
 type TriageView struct {
 	Now     time.Time
-	Counts  []TriageCount // every status, in lifecycle order
+	Counts  []TriageCount // open statuses, in lifecycle order
 	Alerts  []TriageCount // alerts per kind within the alert window
-	Total   int64         // every action
+	Total   int64         // open actions
 	Waiting int           // queue items, also those beyond Rows
 	Rows    []TriageRow   // oldest first
 	// Stamp is the queue's version when the page was read, so that live
@@ -486,7 +486,7 @@ func triageCounts(v TriageView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "<a class=\"count total\" href=\"/actions\" data-testid=\"count-total\"><span>all actions</span> <span class=\"n\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "<a class=\"count total\" href=\"/actions\" data-testid=\"count-total\"><span>open actions</span> <span class=\"n\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

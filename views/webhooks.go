@@ -59,7 +59,7 @@ type WebhookDeliveriesView struct {
 	Notice string
 }
 
-// Deliveries is the deliveries section of the page.
+// DeliveriesView is the page's deliveries section.
 func (v WebhookView) DeliveriesView() WebhookDeliveriesView {
 	return WebhookDeliveriesView{EndpointID: v.Endpoint.ID, Deliveries: v.Deliveries, Now: v.Now, CSRF: v.CSRF}
 }
@@ -93,7 +93,7 @@ func webhookPath(id string, what ...string) string {
 
 func redeliverPath(id string) string { return "/admin/deliveries/" + url.PathEscape(id) + "/redeliver" }
 
-func actionPath(id string) string { return "/actions/" + url.PathEscape(id) }
+func webhookActionPath(id string) string { return "/actions/" + url.PathEscape(id) }
 
 func namespacesText(ns []string) string {
 	if len(ns) == 0 {
@@ -118,7 +118,7 @@ func webhookRelative(t, now time.Time) string {
 	}
 	var s string
 	switch {
-	case d < 5*time.Second:
+	case d < time.Second:
 		return "now"
 	case d < time.Minute:
 		s = fmt.Sprintf("%d s", int(d.Seconds()))

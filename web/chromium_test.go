@@ -53,12 +53,27 @@ func newTab(t *testing.T, javascript bool) *tab {
 	path := chromiumPath(t)
 	chromiumSlots <- struct{}{}
 	t.Cleanup(func() { <-chromiumSlots })
+	// Not t.TempDir: Chromium's helper processes may still be writing the
+	// profile for a moment after the browser exits, which would fail the
+	// test's own cleanup. Removal is retried briefly and then left to the OS.
+	profile, err := os.MkdirTemp("", "arbiter-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 20 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
 	opts := append([]chromedp.ExecAllocatorOption{}, chromedp.DefaultExecAllocatorOptions[:]...)
 	opts = append(opts,
 		chromedp.ExecPath(path),
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),

@@ -112,6 +112,19 @@ func New(d Deps) *echo.Echo {
 	e.POST("/admin/users/:id/disable", admin.disableUser, admins...)
 	e.POST("/admin/users/:id/enable", admin.enableUser, admins...)
 	e.POST("/admin/users/:id/end-sessions", admin.endSessions, admins...)
+
+	// Webhook endpoints.
+	hookPages := newWebhookPages(dash, d)
+	e.GET("/admin/webhooks", hookPages.list, admins...)
+	e.GET("/admin/webhooks/new", hookPages.newForm, admins...)
+	e.POST("/admin/webhooks", hookPages.create, admins...)
+	e.GET("/admin/webhooks/:id", hookPages.show, admins...)
+	e.POST("/admin/webhooks/:id", hookPages.update, admins...)
+	e.GET("/admin/webhooks/:id/deliveries", hookPages.deliveries, admins...)
+	e.POST("/admin/webhooks/:id/rotate", hookPages.rotate, admins...)
+	e.POST("/admin/webhooks/:id/test", hookPages.test, admins...)
+	e.POST("/admin/webhooks/:id/delete", hookPages.delete, admins...)
+	e.POST("/admin/deliveries/:id/redeliver", hookPages.redeliver, admins...)
 	return e
 }
 

@@ -72,7 +72,7 @@ func (h *triagePages) triageView(c echo.Context) (views.TriageView, error) {
 		return views.TriageView{}, err
 	}
 	v := views.TriageView{Now: t.At, Total: t.Total, Waiting: t.Waiting, Stamp: stamp}
-	for _, s := range services.Statuses {
+	for _, s := range services.OpenStatuses {
 		v.Counts = append(v.Counts, views.TriageCount{Name: string(s), Count: t.Counts[string(s)],
 			Attention: slices.Contains(services.TriageStatuses, s)})
 	}

@@ -131,12 +131,13 @@ func TestTriageQueue(t *testing.T) {
 		require.Equal(t, "succeeded", alert.Find(".status").Text(), "the action's status beside the alert")
 
 		for name, want := range map[string]string{"timed_out": "1", "retry_requested": "1", "compensation_requested": "1",
-			"in_progress": "1", "succeeded": "1", "failed": "0", "key_reused": "1", "stale_outcome": "0", "total": "5"} {
+			"in_progress": "1", "key_reused": "1", "stale_outcome": "0", "total": "4"} {
 			require.Equal(t, want, countOf(p, name), "count of %s", name)
 		}
+		require.Zero(t, p.testid("count-succeeded").Length(), "finished statuses are not counted on triage")
 		require.Equal(t, "/actions?status=timed_out", p.testid("count-timed_out").AttrOr("href", ""))
 		require.True(t, p.testid("count-timed_out").HasClass("attention"))
-		require.False(t, p.testid("count-failed").HasClass("attention"))
+		require.False(t, p.testid("count-in_progress").HasClass("attention"))
 
 		require.Equal(t, "/", p.testid("triage-refresh").AttrOr("href", ""), "a refresh link works without JavaScript")
 		live := p.testid("triage-live")
@@ -162,7 +163,7 @@ func TestTriageQueue(t *testing.T) {
 			require.NotContains(t, f.body, "<nav aria-label=\"Main\"")
 			require.Equal(t, 1, f.testid("triage-items").Length())
 			require.Equal(t, ids, rowAttrs(f.testid("triage-row"), "data-action-id"))
-			require.Equal(t, "5", countOf(f, "total"))
+			require.Equal(t, "4", countOf(f, "total"))
 			require.NotContains(t, f.body, "<script>alert(1)")
 		}
 	})

@@ -26,6 +26,7 @@ type cli struct {
 	Serve   serveCmd   `cmd:"" help:"Run the HTTP server, the sweeper and retention."`
 	Migrate migrateCmd `cmd:"" help:"Apply pending database migrations."`
 	Keys    keysCmd    `cmd:"" help:"Manage API keys."`
+	Seed    seedCmd    `cmd:"" help:"Add synthetic actions for benchmarks (namespace seed)."`
 	Users   usersCmd   `cmd:"" help:"Manage dashboard users."`
 }
 

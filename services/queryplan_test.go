@@ -1,0 +1,69 @@
+package services_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/services/dbtest"
+)
+
+// TestQueryPlansAtScale seeds a million actions (10,000 timed out) on
+// PostgreSQL and checks that the dashboard's queries use indexes: no
+// sequential scan on actions or entries. Seeding takes a minute or two on a
+// small machine, so it runs in `make test-scale` (part of .ci/run), not in
+// `make test`.
+func TestQueryPlansAtScale(t *testing.T) {
+	t.Parallel()
+	if os.Getenv("ARBITER_TEST_SCALE") != "1" {
+		t.Skip("set ARBITER_TEST_SCALE=1 (make test-scale) to seed a million actions")
+	}
+	ctx := context.Background()
+	st := dbtest.Open(t, services.Postgres)
+	res, err := st.Seed(ctx, services.SeedRequest{Actions: 1_000_000, TimedOut: 10_000, LongTimeline: 1000})
+	require.NoError(t, err)
+	t.Logf("seeded 1,000,000 actions in %s", res.Took)
+
+	l := services.NewLedger(st)
+	p := services.Principal{Kind: "user", Name: "ops@example.com", Role: services.RoleOperator}
+	plans := services.CapturePlans(st, func() {
+		_, err := l.Triage(ctx, p, 0)
+		require.NoError(t, err)
+		_, err = l.TriageStamp(ctx)
+		require.NoError(t, err)
+		for _, f := range []services.ActionFilter{
+			{},
+			{Namespace: "seed"},
+			{Statuses: []services.Status{services.StatusTimedOut}},
+			{Search: "seed:4242"},
+			{Search: "ref-4242"},
+			{Tool: "tool.7"},
+			{Agent: "agent-3"},
+		} {
+			page, err := l.List(ctx, p, f)
+			require.NoError(t, err)
+			require.NotEmpty(t, page.Actions, "%+v", f)
+			if page.NextCursor != nil {
+				f.Cursor = *page.NextCursor
+				_, err = l.List(ctx, p, f)
+				require.NoError(t, err)
+			}
+		}
+		a, es, err := l.ActionWithTimeline(ctx, p, res.LongActionID)
+		require.NoError(t, err)
+		require.Len(t, es, 1000)
+		_, err = l.ActionByKey(ctx, p, "seed", a.Key)
+		require.NoError(t, err)
+	})
+	require.NotEmpty(t, plans)
+	for q, plan := range plans {
+		for _, table := range []string{"actions", "entries"} {
+			require.NotContains(t, plan, "Seq Scan on "+table, "query:\n%s\nplan:\n%s", q, plan)
+		}
+		require.False(t, strings.Contains(plan, "Parallel Seq Scan"), "query:\n%s\nplan:\n%s", q, plan)
+	}
+}
