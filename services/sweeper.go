@@ -80,6 +80,20 @@ func (l *Ledger) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
 	const terminal = `status IN ('succeeded', 'failed', 'confirmed', 'compensated', 'abandoned')`
 	q := `DELETE FROM actions WHERE id IN (SELECT id FROM actions WHERE ` + terminal + ` AND updated_at < $1
 		ORDER BY updated_at LIMIT 1000) AND ` + terminal + ` AND updated_at < $1`
+	total, err := l.deleteInBatches(ctx, q, cutoff)
+	if err != nil {
+		return total, err
+	}
+	// Webhook messages go with the same horizon, once none of their
+	// deliveries is still pending; deliveries and attempts cascade.
+	_, err = l.deleteInBatches(ctx, `DELETE FROM webhook_messages WHERE id IN (SELECT m.id FROM webhook_messages m
+		WHERE m.created_at < $1 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.message_id = m.id
+		AND d.state = 'pending') LIMIT 1000)`, cutoff)
+	return total, err
+}
+
+// deleteInBatches runs a DELETE of at most 1,000 rows until it deletes fewer.
+func (l *Ledger) deleteInBatches(ctx context.Context, q string, cutoff time.Time) (int64, error) {
 	var total int64
 	for {
 		res, err := l.st.wsq.ExecContext(ctx, l.st.rebind(q), cutoff.UTC())

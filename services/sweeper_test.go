@@ -349,3 +349,47 @@ func TestPruneCountsFromNewestEntry(t *testing.T) {
 		require.Equal(t, f.clock.Now(), a.UpdatedAt)
 	})
 }
+
+// TestPruneWebhookMessages: retention takes delivered and failed webhook
+// messages past the horizon, with their deliveries, and keeps any message
+// that still has a pending delivery.
+func TestPruneWebhookMessages(t *testing.T) {
+	t.Parallel()
+	const retention = 30 * 24 * time.Hour
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		ctx := context.Background()
+		url := "http://127.0.0.1:9/hook"
+		_, err := services.NewWebhooks(st, services.AddressPolicy{AllowPrivate: true}).CreateEndpoint(ctx, admin(),
+			services.EndpointInput{URL: &url, EventTypes: &[]string{services.EventTimedOut}})
+		require.NoError(t, err)
+		f := newFixture(t, st, FixtureOpts{})
+		for _, k := range []string{"delivered", "pending"} {
+			submit(t, f.l, f.agent, intent(IntentOpts{Key: k, Timeout: 1}))
+		}
+		f.clock.Advance(2 * time.Second)
+		_, err = f.l.Sweep(ctx)
+		require.NoError(t, err)
+		delivered := f.action(t, "delivered")
+		require.NoError(t, st.ExecForTest(ctx, `UPDATE webhook_deliveries SET state = 'succeeded' WHERE message_id IN
+			(SELECT id FROM webhook_messages WHERE CAST(action_id AS text) = '`+delivered.ID+`')`))
+		require.Equal(t, 2, mustCount(t, st, "webhook_deliveries"))
+
+		f.clock.Advance(retention + time.Hour)
+		_, err = f.l.Prune(ctx, f.clock.Now().Add(-retention))
+		require.NoError(t, err)
+		n, err := st.CountMessages(ctx, "", "")
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "the message with a pending delivery stays")
+		n, err = st.CountMessages(ctx, delivered.ID, "")
+		require.NoError(t, err)
+		require.Zero(t, n)
+		require.Equal(t, 1, mustCount(t, st, "webhook_deliveries"), "its deliveries went with it")
+	})
+}
+
+func mustCount(t *testing.T, st *services.Store, table string) int {
+	t.Helper()
+	n, err := st.CountRows(context.Background(), table)
+	require.NoError(t, err)
+	return n
+}
