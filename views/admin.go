@@ -1,7 +1,6 @@
 package views
 
 import (
-	"fmt"
 	"net/url"
 	"strconv"
 	"time"
@@ -130,21 +129,3 @@ func adminActionsLink(ns string) string { return "/actions?namespace=" + url.Que
 func adminUserPath(id, what string) string { return "/admin/users/" + url.PathEscape(id) + "/" + what }
 
 func adminKeyRevokePath(id string) string { return "/admin/keys/" + url.PathEscape(id) + "/revoke" }
-
-// adminRFC3339 is the absolute form of a time, always in UTC.
-func adminRFC3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-
-// adminAgo says how long before now t was, coarsely, as people say it.
-func adminAgo(t time.Time) string {
-	d := time.Since(t)
-	switch {
-	case d < time.Minute: // also a clock slightly ahead of ours
-		return "just now"
-	case d < time.Hour:
-		return fmt.Sprintf("%d min ago", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%d h ago", int(d.Hours()))
-	default:
-		return fmt.Sprintf("%d days ago", int(d.Hours()/24))
-	}
-}

@@ -1,7 +1,6 @@
 package views
 
 import (
-	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
@@ -107,30 +106,4 @@ func optionalCode(n *int) string {
 		return "—"
 	}
 	return strconv.Itoa(*n)
-}
-
-// webhookRelative says how far t is from now, before or after, coarsely.
-func webhookRelative(t, now time.Time) string {
-	d := now.Sub(t)
-	later := d < 0
-	if later {
-		d = -d
-	}
-	var s string
-	switch {
-	case d < time.Second:
-		return "now"
-	case d < time.Minute:
-		s = fmt.Sprintf("%d s", int(d.Seconds()))
-	case d < time.Hour:
-		s = fmt.Sprintf("%d min", int(d.Minutes()))
-	case d < 48*time.Hour:
-		s = fmt.Sprintf("%d h", int(d.Hours()))
-	default:
-		s = fmt.Sprintf("%d days", int(d.Hours()/24))
-	}
-	if later {
-		return "in " + s
-	}
-	return s + " ago"
 }
