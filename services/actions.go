@@ -44,7 +44,7 @@ func (l *Ledger) ActionByKey(ctx context.Context, p Principal, ns, key string) (
 	if err := ValidateKey(key); err != nil {
 		return nil, err
 	}
-	a, err := l.actionByKey(ctx, ns, key)
+	a, err := l.actionByKey(ctx, l.st.rsq, ns, key)
 	if errors.Is(err, ErrNotFound) {
 		return nil, Errorf(CodeNotFound, "no action has key %q in namespace %q", key, ns)
 	}

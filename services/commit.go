@@ -25,30 +25,75 @@ type change struct {
 // the write; the caller reads again and decides again.
 var errLostRace = errors.New("ledger: action changed concurrently")
 
-// commit writes a change atomically: the entry is appended and the action
-// updated (or created) in one statement on PostgreSQL and one transaction on
-// SQLite, conditional on the version that was read. Every change bumps the
-// action's entry sequence, which also orders the timeline.
+// dbtx is what ledger work reads and writes through: the connection pools,
+// or one transaction.
+type dbtx interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// unit is where one piece of ledger work runs: a single change on the pools
+// (each write its own statement or transaction), or a batch of entries in one
+// transaction, which then reads through it too, so a later entry sees what an
+// earlier one wrote, and pays for one commit.
+type unit struct {
+	r, w    dbtx
+	inTx    bool
+	alerted bool // a change wrote alerts: wake the dispatcher once committed
+}
+
+// single is the unit of a change that stands alone.
+func (l *Ledger) single() *unit { return &unit{r: l.st.rsq, w: l.st.wsq} }
+
+// commit writes one change that stands alone and wakes the dispatcher if it
+// wrote alerts.
 func (l *Ledger) commit(ctx context.Context, ch *change) (*Action, *Entry, error) {
+	u := l.single()
+	act, e, err := l.commitIn(ctx, u, ch)
+	if err == nil && u.alerted {
+		l.wakeDispatcher()
+	}
+	return act, e, err
+}
+
+func (l *Ledger) wakeDispatcher() {
+	if l.alerted != nil {
+		l.alerted()
+	}
+}
+
+// commitIn writes a change atomically: the entry is appended and the action
+// updated (or created) in one statement on PostgreSQL and one transaction on
+// SQLite (or within the unit's transaction), conditional on the version that
+// was read. Every change bumps the action's entry sequence, which also orders
+// the timeline. It is the only code that writes the actions table.
+func (l *Ledger) commitIn(ctx context.Context, u *unit, ch *change) (*Action, *Entry, error) {
 	var (
 		act *Action
 		err error
 	)
 	switch {
 	case ch.prev == nil && l.st.Dialect == Postgres:
-		act, err = l.insertPostgres(ctx, ch)
-	case ch.prev == nil:
-		act, err = l.insertSQLite(ctx, ch)
+		act, err = l.insertPostgres(ctx, u.w, ch)
 	case l.st.Dialect == Postgres:
-		act, err = l.updatePostgres(ctx, ch)
+		act, err = l.updatePostgres(ctx, u.w, ch)
 	default:
-		act, err = l.updateSQLite(ctx, ch)
+		err = l.sqliteTx(ctx, u, func(tx dbtx) error {
+			var err error
+			if ch.prev == nil {
+				act, err = l.insertSQLite(ctx, tx, ch)
+			} else {
+				act, err = l.updateSQLite(ctx, tx, ch)
+			}
+			return err
+		})
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(ch.events) > 0 && l.alerted != nil {
-		l.alerted()
+	if len(ch.events) > 0 {
+		u.alerted = true
 	}
 	e := ch.entry
 	e.Seq = act.entrySeq
@@ -88,11 +133,11 @@ INSERT INTO entries (id, action_id, namespace, seq, type, actor_kind, actor_name
 SELECT $15, a.id, a.namespace, 1, $16, $17, $18, $19, $20, $21, $22 FROM a
 RETURNING seq`
 
-func (l *Ledger) insertPostgres(ctx context.Context, ch *change) (*Action, error) {
+func (l *Ledger) insertPostgres(ctx context.Context, db dbtx, ch *change) (*Action, error) {
 	n := ch.next
 	e := &ch.entry
 	var seq int
-	err := l.st.wsq.QueryRowContext(ctx, pgInsert,
+	err := db.QueryRowContext(ctx, pgInsert,
 		n.ID, n.Namespace, n.Key, n.Tool, n.Effect, n.Status, n.Attempt, n.LeaseUntil,
 		n.Reference, n.Agent, n.runID, n.fingerprint, l.jsonArg(n.Params), n.CreatedAt,
 		e.ID, e.Type, e.Actor.Kind, e.Actor.Name, e.Attempt, l.jsonArg(e.Payload), e.OccurredAt, e.RecordedAt,
@@ -146,7 +191,7 @@ WITH a AS (
 )
 SELECT seq FROM e`
 
-func (l *Ledger) updatePostgres(ctx context.Context, ch *change) (*Action, error) {
+func (l *Ledger) updatePostgres(ctx context.Context, db dbtx, ch *change) (*Action, error) {
 	n := nextState(ch)
 	e := &ch.entry
 	q := pgUpdate
@@ -158,7 +203,7 @@ func (l *Ledger) updatePostgres(ctx context.Context, ch *change) (*Action, error
 		q, args = pgUpdateWithOutbox, append(args, string(raw))
 	}
 	var seq int
-	err := l.st.wsq.QueryRowContext(ctx, q, args...).Scan(&seq)
+	err := db.QueryRowContext(ctx, q, args...).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errLostRace
 	}
@@ -187,71 +232,79 @@ func nextState(ch *change) *Action {
 const sqliteInsertEntry = `INSERT INTO entries (id, action_id, namespace, seq, type, actor_kind,
 	actor_name, attempt, payload, occurred_at, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-func (l *Ledger) insertSQLite(ctx context.Context, ch *change) (*Action, error) {
+func (l *Ledger) insertSQLite(ctx context.Context, tx dbtx, ch *change) (*Action, error) {
 	n := ch.next
-	var act *Action
-	err := l.sqliteTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO actions (id, namespace, key, tool, effect, status,
+	res, err := tx.ExecContext(ctx, `INSERT INTO actions (id, namespace, key, tool, effect, status,
 			attempt, version, lease_until, reference, agent, run_id, fingerprint, params, result,
 			external_ref, retriable, entry_seq, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, NULL, NULL, false, 1, ?, ?)
 			ON CONFLICT (namespace, key) DO NOTHING`,
 			n.ID, n.Namespace, n.Key, n.Tool, n.Effect, n.Status, n.Attempt, n.LeaseUntil,
 			n.Reference, n.Agent, n.runID, n.fingerprint, l.jsonArg(n.Params), n.CreatedAt, n.CreatedAt)
-		if err != nil {
-			return err
-		}
-		if k, _ := res.RowsAffected(); k == 0 {
-			return errLostRace
-		}
-		args := l.entryArgs(ch, n.ID, n.Namespace)
-		args = append(args[:3], append([]any{1}, args[3:]...)...)
-		if _, err := tx.ExecContext(ctx, sqliteInsertEntry, args...); err != nil {
-			return err
-		}
-		act = n.clone()
-		act.Version, act.entrySeq = 1, 1
-		return nil
-	})
-	return act, err
+	if err != nil {
+		return nil, err
+	}
+	if k, _ := res.RowsAffected(); k == 0 {
+		return nil, errLostRace
+	}
+	args := l.entryArgs(ch, n.ID, n.Namespace)
+	args = append(args[:3], append([]any{1}, args[3:]...)...)
+	if _, err := tx.ExecContext(ctx, sqliteInsertEntry, args...); err != nil {
+		return nil, err
+	}
+	act := n.clone()
+	act.Version, act.entrySeq = 1, 1
+	return act, nil
 }
 
-func (l *Ledger) updateSQLite(ctx context.Context, ch *change) (*Action, error) {
+func (l *Ledger) updateSQLite(ctx context.Context, tx dbtx, ch *change) (*Action, error) {
 	n := nextState(ch)
-	err := l.sqliteTx(ctx, func(tx *sql.Tx) error {
-		var seq int
-		err := tx.QueryRowContext(ctx, `UPDATE actions SET status = ?, attempt = ?, version = ?,
+	var seq int
+	err := tx.QueryRowContext(ctx, `UPDATE actions SET status = ?, attempt = ?, version = ?,
 			lease_until = ?, result = ?, external_ref = ?, retriable = ?, updated_at = ?,
 			entry_seq = entry_seq + 1 WHERE id = ? AND version = ? RETURNING entry_seq`,
 			n.Status, n.Attempt, n.Version, n.LeaseUntil, l.jsonArg(n.Result), n.ExternalRef,
 			n.retriable, n.UpdatedAt, n.ID, ch.prev.Version).Scan(&seq)
-		if errors.Is(err, sql.ErrNoRows) {
-			return errLostRace
-		}
-		if err != nil {
-			return err
-		}
-		args := l.entryArgs(ch, n.ID, n.Namespace)
-		args = append(args[:3], append([]any{seq}, args[3:]...)...)
-		if _, err := tx.ExecContext(ctx, sqliteInsertEntry, args...); err != nil {
-			return err
-		}
-		n.entrySeq = seq
-		for _, m := range outboxFor(ch, n) {
-			if err := insertMessageSQLite(ctx, tx, m, n, seq, ch.entry.RecordedAt); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errLostRace
+	}
 	if err != nil {
 		return nil, err
+	}
+	args := l.entryArgs(ch, n.ID, n.Namespace)
+	args = append(args[:3], append([]any{seq}, args[3:]...)...)
+	if _, err := tx.ExecContext(ctx, sqliteInsertEntry, args...); err != nil {
+		return nil, err
+	}
+	n.entrySeq = seq
+	for _, m := range outboxFor(ch, n) {
+		if err := insertMessageSQLite(ctx, tx, m, n, seq, ch.entry.RecordedAt); err != nil {
+			return nil, err
+		}
 	}
 	return n, nil
 }
 
-// sqliteTx runs fn in a write transaction on the single writer connection.
-func (l *Ledger) sqliteTx(ctx context.Context, fn func(*sql.Tx) error) error {
+// sqliteTx runs fn in a write transaction on the single writer connection,
+// or, inside a unit's transaction, in a savepoint, so that a change that
+// fails or loses its race leaves the rest of the batch as it was.
+func (l *Ledger) sqliteTx(ctx context.Context, u *unit, fn func(dbtx) error) error {
+	if u.inTx {
+		if _, err := u.w.ExecContext(ctx, "SAVEPOINT change"); err != nil {
+			return dbError("ledger: savepoint", err)
+		}
+		if err := fn(u.w); err != nil {
+			if _, rerr := u.w.ExecContext(ctx, "ROLLBACK TO change"); rerr != nil {
+				return dbError("ledger: roll back to savepoint", rerr)
+			}
+			if errors.Is(err, errLostRace) {
+				return err
+			}
+			return dbError("ledger: write", err)
+		}
+		_, err := u.w.ExecContext(ctx, "RELEASE change")
+		return dbErrorOrNil("ledger: release savepoint", err)
+	}
 	tx, err := l.st.wsq.BeginTx(ctx, nil)
 	if err != nil {
 		return dbError("ledger: begin", err)

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -41,15 +43,23 @@ type EntryResult struct {
 	Entry *Entry `json:"-"`
 }
 
-// Submit applies raw entries in order. Each one is decoded, validated and
-// answered on its own: a rejected entry does not affect the others. The error
-// is returned only when the database fails; entries answered before it are
-// durable.
+// Submit applies raw entries. Each one is decoded, validated and answered on
+// its own: a rejected entry does not affect the others. Entries for one key
+// are applied in the order sent. The error is returned only when the
+// database fails.
+//
+// A batch is written in one transaction, so it costs one commit instead of
+// one per entry; its answers are durable once it commits, and if the
+// database fails midway none of it is. Within the transaction entries are
+// applied in key order (stably), so concurrent batches lock actions in the
+// same order and cannot deadlock.
 func (l *Ledger) Submit(ctx context.Context, p Principal, raws [][]byte) ([]EntryResult, error) {
 	if !p.CanWrite() {
 		return nil, Errorf(CodeForbidden, "the %s role may not write entries; use an agent key", p.Role)
 	}
 	out := make([]EntryResult, len(raws))
+	ins := make([]*EntryInput, len(raws))
+	var valid []int
 	for i, raw := range raws {
 		in, err := DecodeEntry(raw)
 		if err != nil {
@@ -57,24 +67,71 @@ func (l *Ledger) Submit(ctx context.Context, p Principal, raws [][]byte) ([]Entr
 			out[i] = EntryResult{Key: in.Key, Type: in.Type, Outcome: OutcomeRejected, Error: e}
 			continue
 		}
-		res, err := l.apply(ctx, p, &in)
+		ins[i] = &in
+		valid = append(valid, i)
+	}
+	switch len(valid) {
+	case 0:
+		return out, nil
+	case 1:
+		u := l.single()
+		res, err := l.apply(ctx, u, p, ins[valid[0]])
 		if err != nil {
-			return out[:i], err
+			return nil, err
 		}
-		out[i] = res
+		out[valid[0]] = res
+		if u.alerted {
+			l.wakeDispatcher()
+		}
+		return out, nil
+	}
+	slices.SortStableFunc(valid, func(a, b int) int { return strings.Compare(ins[a].Key, ins[b].Key) })
+	err := l.inTx(ctx, func(u *unit) error {
+		for _, i := range valid {
+			res, err := l.apply(ctx, u, p, ins[i])
+			if err != nil {
+				return err
+			}
+			out[i] = res
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
+// inTx runs fn in one write transaction and wakes the dispatcher after the
+// commit if fn wrote alerts.
+func (l *Ledger) inTx(ctx context.Context, fn func(*unit) error) error {
+	tx, err := l.st.wsq.BeginTx(ctx, nil)
+	if err != nil {
+		return dbError("ledger: begin", err)
+	}
+	u := &unit{r: tx, w: tx, inTx: true}
+	if err := fn(u); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return dbError("ledger: commit", err)
+	}
+	if u.alerted {
+		l.wakeDispatcher()
+	}
+	return nil
+}
+
 // apply decides and records one valid entry, deciding again whenever another
 // writer changed the action first.
-func (l *Ledger) apply(ctx context.Context, p Principal, in *EntryInput) (EntryResult, error) {
+func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput) (EntryResult, error) {
 	actor := Actor{Kind: "agent", Name: p.Name}
 	if in.Agent != nil && *in.Agent != "" {
 		actor.Name = *in.Agent
 	}
 	for range maxRaces {
-		act, err := l.actionByKey(ctx, p.Namespace, in.Key)
+		act, err := l.actionByKey(ctx, u.r, p.Namespace, in.Key)
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return EntryResult{}, err
 		}
@@ -88,7 +145,7 @@ func (l *Ledger) apply(ctx context.Context, p Principal, in *EntryInput) (EntryR
 			// hot path skips the look-up.
 			dup := false
 			if act.Status != StatusInProgress {
-				if dup, err = l.alreadyRecorded(ctx, act, in); err != nil {
+				if dup, err = l.alreadyRecorded(ctx, u.r, act, in); err != nil {
 					return EntryResult{}, err
 				}
 			}
@@ -106,7 +163,7 @@ func (l *Ledger) apply(ctx context.Context, p Principal, in *EntryInput) (EntryR
 			ID: newID(), Type: pl.record.typ, Actor: actor, Attempt: pl.record.attempt,
 			Payload: marshalPayload(pl.record.payload), OccurredAt: utcPtr(in.OccurredAt), RecordedAt: now,
 		}}
-		stored, entry, err := l.commit(ctx, ch)
+		stored, entry, err := l.commitIn(ctx, u, ch)
 		if errors.Is(err, errLostRace) {
 			continue
 		}
@@ -158,7 +215,7 @@ func firstEntry(ns string, in *EntryInput, agent string, now time.Time) plan {
 // alreadyRecorded reports whether the same outcome for the same attempt is
 // already in the timeline, so a resent report is a duplicate rather than an
 // invalid transition even after the action moved on.
-func (l *Ledger) alreadyRecorded(ctx context.Context, a *Action, in *EntryInput) (bool, error) {
+func (l *Ledger) alreadyRecorded(ctx context.Context, db dbtx, a *Action, in *EntryInput) (bool, error) {
 	if in.Attempt == nil || *in.Attempt != a.Attempt {
 		return false, nil
 	}
@@ -172,7 +229,7 @@ func (l *Ledger) alreadyRecorded(ctx context.Context, a *Action, in *EntryInput)
 		q = `SELECT count(*) FROM entries WHERE action_id = ? AND attempt = ? AND (type = ?3 OR (type = 'late_result' AND json_extract(payload, '$.type') = ?3))`
 	}
 	var n int
-	if err := l.st.rsq.QueryRowContext(ctx, q, a.ID, a.Attempt, in.Type).Scan(&n); err != nil {
+	if err := db.QueryRowContext(ctx, q, a.ID, a.Attempt, in.Type).Scan(&n); err != nil {
 		return false, dbError("ledger: look for a recorded outcome", err)
 	}
 	return n > 0, nil
@@ -276,9 +333,9 @@ func scanAction(row scanner) (*Action, error) {
 }
 
 // actionByKey reads the action for (ns, key), or ErrNotFound.
-func (l *Ledger) actionByKey(ctx context.Context, ns, key string) (*Action, error) {
+func (l *Ledger) actionByKey(ctx context.Context, db dbtx, ns, key string) (*Action, error) {
 	q := `SELECT ` + actionColumns + ` FROM actions WHERE namespace = $1 AND key = $2`
-	a, err := scanAction(l.st.rsq.QueryRowContext(ctx, l.st.rebind(q), ns, key))
+	a, err := scanAction(db.QueryRowContext(ctx, l.st.rebind(q), ns, key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}

@@ -2,7 +2,6 @@ package services
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"time"
 )
@@ -91,7 +90,7 @@ func (m outboxMessage) withSeq(seq int) []byte {
 
 // insertMessageSQLite writes one message and its deliveries inside the
 // ledger change's transaction.
-func insertMessageSQLite(ctx context.Context, tx *sql.Tx, m outboxMessage, act *Action, seq int, now time.Time) error {
+func insertMessageSQLite(ctx context.Context, tx dbtx, m outboxMessage, act *Action, seq int, now time.Time) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_messages (id, event_type, namespace, action_id, payload,
 		created_at) VALUES (?, ?, ?, ?, ?, ?)`, m.ID, m.Type, act.Namespace, act.ID, string(m.withSeq(seq)), now); err != nil {
 		return err
@@ -101,7 +100,7 @@ func insertMessageSQLite(ctx context.Context, tx *sql.Tx, m outboxMessage, act *
 
 // fanOutSQLite creates one pending delivery per enabled endpoint that
 // subscribes to the event type and the namespace.
-func fanOutSQLite(ctx context.Context, tx *sql.Tx, messageID, eventType, namespace string, now time.Time) error {
+func fanOutSQLite(ctx context.Context, tx dbtx, messageID, eventType, namespace string, now time.Time) error {
 	rows, err := tx.QueryContext(ctx, `SELECT id FROM webhook_endpoints w WHERE w.enabled
 		AND EXISTS (SELECT 1 FROM json_each(w.event_types) WHERE value = ?)
 		AND (json_array_length(w.namespaces) = 0 OR EXISTS (SELECT 1 FROM json_each(w.namespaces) WHERE value = ?))`,
