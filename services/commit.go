@@ -239,8 +239,8 @@ func (l *Ledger) insertSQLite(ctx context.Context, tx dbtx, ch *change) (*Action
 			external_ref, retriable, entry_seq, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, NULL, NULL, false, 1, ?, ?)
 			ON CONFLICT (namespace, key) DO NOTHING`,
-			n.ID, n.Namespace, n.Key, n.Tool, n.Effect, n.Status, n.Attempt, n.LeaseUntil,
-			n.Reference, n.Agent, n.runID, n.fingerprint, l.jsonArg(n.Params), n.CreatedAt, n.CreatedAt)
+		n.ID, n.Namespace, n.Key, n.Tool, n.Effect, n.Status, n.Attempt, n.LeaseUntil,
+		n.Reference, n.Agent, n.runID, n.fingerprint, l.jsonArg(n.Params), n.CreatedAt, n.CreatedAt)
 	if err != nil {
 		return nil, err
 	}
@@ -263,8 +263,8 @@ func (l *Ledger) updateSQLite(ctx context.Context, tx dbtx, ch *change) (*Action
 	err := tx.QueryRowContext(ctx, `UPDATE actions SET status = ?, attempt = ?, version = ?,
 			lease_until = ?, result = ?, external_ref = ?, retriable = ?, updated_at = ?,
 			entry_seq = entry_seq + 1 WHERE id = ? AND version = ? RETURNING entry_seq`,
-			n.Status, n.Attempt, n.Version, n.LeaseUntil, l.jsonArg(n.Result), n.ExternalRef,
-			n.retriable, n.UpdatedAt, n.ID, ch.prev.Version).Scan(&seq)
+		n.Status, n.Attempt, n.Version, n.LeaseUntil, l.jsonArg(n.Result), n.ExternalRef,
+		n.retriable, n.UpdatedAt, n.ID, ch.prev.Version).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errLostRace
 	}
