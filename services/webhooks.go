@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -317,7 +318,7 @@ func (w *Webhooks) SendTest(ctx context.Context, p Principal, id string) (*Deliv
 	msgID, delID := newID(), newID()
 	body, _ := json.Marshal(MessageBody{Type: EventTest, Timestamp: now, Data: MessageData{Endpoint: &id}})
 	err := w.st.wdb.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Create(&models.WebhookMessage{ID: msgID, EventType: EventTest, Payload: w.jsonValue(body), CreatedAt: now}).Error; err != nil {
+		if err := tx.Create(&models.WebhookMessage{ID: msgID, EventType: EventTest, Payload: body, CreatedAt: now}).Error; err != nil {
 			return err
 		}
 		return tx.Create(&models.WebhookDelivery{ID: delID, MessageID: msgID, EndpointID: id, State: DeliveryPending,
@@ -335,9 +336,6 @@ func (w *Webhooks) wake() {
 		w.queued()
 	}
 }
-
-// jsonValue passes JSON to gorm for a jsonb or text column.
-func (w *Webhooks) jsonValue(b []byte) []byte { return b }
 
 // Delivery states.
 const (
@@ -396,7 +394,7 @@ func scanDelivery(row scanner) (*Delivery, error) {
 
 func (w *Webhooks) deliveries(ctx context.Context, where string, limit int, args ...any) ([]*Delivery, error) {
 	q := w.st.rebind(`SELECT ` + deliveryColumns + ` FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
-		WHERE ` + where + ` ORDER BY d.created_at DESC, d.id DESC LIMIT ` + itoa(limit))
+		WHERE ` + where + ` ORDER BY d.created_at DESC, d.id DESC LIMIT ` + strconv.Itoa(limit))
 	rows, err := w.st.rsq.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, dbError("webhooks: list deliveries", err)
@@ -496,9 +494,4 @@ func clampLimit(n int) int {
 		return 100
 	}
 	return n
-}
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }
