@@ -1,0 +1,108 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Entry is one ledger entry as an agent sends it. Optional fields are
+// pointers so that an absent field is not confused with a zero value
+// ([Ptr] helps). Which fields an entry type takes is in the OpenAPI
+// document; unknown combinations are answered rejected / invalid.
+type Entry struct {
+	Key  string `json:"key"`
+	Type string `json:"type"`
+	// For intents.
+	Tool      *string         `json:"tool,omitempty"`
+	Effect    *string         `json:"effect,omitempty"`
+	Params    json.RawMessage `json:"params,omitempty"`
+	Timeout   *float64        `json:"timeout,omitempty"` // lease in seconds (intents and heartbeats)
+	Reference *string         `json:"reference,omitempty"`
+	// For every type.
+	Agent      *string    `json:"agent,omitempty"`
+	RunID      *string    `json:"run_id,omitempty"`
+	OccurredAt *time.Time `json:"occurred_at,omitempty"`
+	// For heartbeats and outcomes: the attempt they belong to.
+	Attempt     *int            `json:"attempt,omitempty"`
+	Result      json.RawMessage `json:"result,omitempty"`
+	ExternalRef *string         `json:"external_ref,omitempty"`
+	Error       *string         `json:"error,omitempty"`
+	Retriable   *bool           `json:"retriable,omitempty"`
+	Message     *string         `json:"message,omitempty"`
+}
+
+// Result is the ledger's answer to one entry.
+type Result struct {
+	Key        string     `json:"key"`
+	Type       string     `json:"type"`
+	Outcome    string     `json:"outcome"`
+	Attempt    *int       `json:"attempt"`
+	LeaseUntil *time.Time `json:"lease_until"`
+	Action     *Action    `json:"action"`
+	// Error is set when Outcome is rejected.
+	Error *Error `json:"error"`
+}
+
+// Err returns the result's error when the entry was rejected, else nil.
+func (r *Result) Err() error {
+	if r.Outcome != OutcomeRejected {
+		return nil
+	}
+	if r.Error == nil {
+		return &Error{Code: "unexpected_answer", Message: "entry rejected without an error"}
+	}
+	return r.Error
+}
+
+// AttemptNumber is the attempt the result names, or 0.
+func (r *Result) AttemptNumber() int {
+	if r.Attempt == nil {
+		return 0
+	}
+	return *r.Attempt
+}
+
+// Submit sends one entry. Every outcome but rejected is a Result with a nil
+// error, whatever the HTTP status (in_progress and held are answered 409).
+// A rejected entry returns the Result (whose Action, if any, is the stored
+// one) and its *Error; a request that failed returns the error alone.
+func (c *Client) Submit(ctx context.Context, e Entry) (*Result, error) {
+	status, body, err := c.send(ctx, "Submit", "", nil, e)
+	if err != nil {
+		return nil, err
+	}
+	var r Result
+	if json.Unmarshal(body, &r) != nil || r.Outcome == "" {
+		// Not an entry result: the request itself failed (401, 413, 503, …).
+		return nil, answerError(status, body)
+	}
+	if r.Outcome == OutcomeRejected {
+		if r.Error == nil {
+			r.Error = &Error{Code: "unexpected_answer", Message: "entry rejected without an error"}
+		}
+		r.Error.StatusCode = status
+		return &r, r.Error
+	}
+	return &r, nil
+}
+
+// SubmitBatch sends 1–500 entries in one request; they are applied in
+// order and answered one Result each, in the same order. A rejected entry
+// does not affect the others and is not an error here: check each
+// Result.Err. The error is for the request as a whole.
+func (c *Client) SubmitBatch(ctx context.Context, entries []Entry) ([]Result, error) {
+	var out struct {
+		Results []Result `json:"results"`
+	}
+	if err := c.call(ctx, "SubmitBatch", "", nil, struct {
+		Entries []Entry `json:"entries"`
+	}{entries}, &out); err != nil {
+		return nil, err
+	}
+	if len(out.Results) != len(entries) {
+		return out.Results, fmt.Errorf("arbiter: %d results for %d entries", len(out.Results), len(entries))
+	}
+	return out.Results, nil
+}

@@ -1,0 +1,74 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log"
+	"os"
+	"time"
+
+	"github.com/arbiter-ledger/arbiter/client"
+)
+
+// payments stands for a payment provider's SDK that takes idempotency keys.
+var payments = struct {
+	Refund func(ctx context.Context, orderID string, cents int, idempotencyKey string) (string, error)
+}{
+	Refund: func(context.Context, string, int, string) (string, error) { return "re_123", nil },
+}
+
+// An agent wraps each side effect in Guard. The intent is recorded before
+// the refund; a retry, a restart or a second run of the same job gets the
+// saved result instead of a second refund; and if the process dies halfway,
+// the action is held for an operator instead of being run again blindly.
+func ExampleClient_Guard() {
+	arbiter := client.New("http://127.0.0.1:8080", os.Getenv("ARBITER_API_KEY"))
+	orderID := "order-8812"
+
+	out, err := arbiter.Guard(context.Background(), client.GuardSpec{
+		Key:     client.Key("refund", orderID), // "refund:order-8812": the business identity
+		Tool:    "payments.refund",
+		Effect:  client.EffectKeyed, // the provider deduplicates by key
+		Params:  map[string]any{"order": orderID, "amount_cents": 4200},
+		Timeout: time.Minute,
+	}, func(ctx context.Context, a client.Attempt) (any, string, error) {
+		refundID, err := payments.Refund(ctx, orderID, 4200, a.Key) // same key on every attempt
+		if err != nil {
+			return nil, "", err
+		}
+		return map[string]string{"refund_id": refundID}, refundID, nil
+	})
+
+	var held *client.HeldError
+	switch {
+	case errors.As(err, &held):
+		log.Printf("outcome unknown, an operator decides: %s", held.URL)
+	case err != nil:
+		log.Printf("refund not done: %v", err)
+	default:
+		log.Printf("refund %s (ran now: %v)", out.ExternalRef, out.Ran)
+	}
+}
+
+// A worker carries out operators' decisions: it retries (attempt 2, same
+// key, same params) or compensates the actions of the tools it handles.
+func ExampleWorker() {
+	arbiter := client.New("http://127.0.0.1:8080", os.Getenv("ARBITER_API_KEY"))
+	w := client.NewWorker(arbiter, client.WorkerOptions{})
+	w.Handle("payments.refund",
+		func(ctx context.Context, a client.Attempt) (any, string, error) {
+			var p struct {
+				Order       string `json:"order"`
+				AmountCents int    `json:"amount_cents"`
+			}
+			if err := json.Unmarshal(a.Params, &p); err != nil {
+				return nil, "", err
+			}
+			refundID, err := payments.Refund(ctx, p.Order, p.AmountCents, a.Key)
+			return map[string]string{"refund_id": refundID}, refundID, err
+		},
+		nil, // refunds are not compensated by the agent
+	)
+	go func() { _ = w.Run(context.Background()) }()
+}

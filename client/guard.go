@@ -1,0 +1,378 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Limits of the wire contract the guard keeps to, so that a report is
+// never refused for its size.
+const (
+	defaultLease   = 300 * time.Second // the server's lease when an intent names none
+	maxResultBytes = 64 << 10
+	maxErrorBytes  = 8 << 10
+)
+
+// GuardFunc performs the side effect of one attempt. It returns the result
+// to save in the ledger (anything that marshals to JSON, or nil) and the id
+// of the effect in the downstream system (a refund id, a message id), or an
+// error, which says what is known about the effect:
+//
+//   - a plain error: it did not happen, and it is final (recorded failed);
+//   - Retriable(err): it did not happen, and a later intent may try again;
+//   - Unknown(err): it may have happened (a timeout, a lost answer); nothing
+//     is recorded and the action waits for a person once its lease passes.
+//
+// Pass a.Key to the downstream system as its idempotency key when it takes
+// one: a retry of the action then reaches the downstream with the same key.
+// ctx is cancelled when the attempt may no longer continue (its lease was
+// lost, see ErrLeaseLost) or the caller gives up.
+type GuardFunc func(ctx context.Context, a Attempt) (result any, externalRef string, err error)
+
+// CompensateFunc undoes the effect of an action an operator asked to
+// compensate, and returns the id of the undoing in the downstream system.
+type CompensateFunc func(ctx context.Context, a Attempt) (externalRef string, err error)
+
+// GuardSpec describes the side effect a guarded call performs.
+type GuardSpec struct {
+	// Key identifies the action; derive it from the business identity with
+	// [Key], e.g. Key("refund", orderID). Required.
+	Key string
+	// Tool names the operation, e.g. "payments.refund". Required.
+	Tool string
+	// Effect says how safe a repeat is: EffectReadOnly, EffectIdempotent,
+	// EffectKeyed or EffectUnkeyed (the default).
+	Effect string
+	// Params are what the action does (marshalled to JSON; a
+	// json.RawMessage is sent as is). Together with Tool they are the
+	// action's fingerprint: the same key with other params is refused
+	// (key_reused).
+	Params any
+	// Timeout is the lease of an attempt (default 300 s, at least 1 s):
+	// how long the function may run without a heartbeat. Guard sends
+	// heartbeats about every third of it, so it matters mostly when the
+	// process dies: then the action times out after Timeout.
+	Timeout time.Duration
+	// Reference is a business reference shown to operators.
+	Reference string
+	// Agent and RunID name who runs the action (Agent defaults to the API
+	// key's name).
+	Agent string
+	RunID string
+	// Wait is how long to wait, with backoff, for another attempt that
+	// holds the action (outcome in_progress) before giving up with an
+	// *InProgressError. 0 gives up at once.
+	Wait time.Duration
+	// Compensate undoes the effect when an operator asked for it.
+	Compensate CompensateFunc
+}
+
+func (s *GuardSpec) lease() time.Duration {
+	if s.Timeout > 0 {
+		return s.Timeout
+	}
+	return defaultLease
+}
+
+// entry returns an entry of type typ for the key, naming the agent and run.
+func (s *GuardSpec) entry(typ string, attempt int) Entry {
+	e := Entry{Key: s.Key, Type: typ}
+	if attempt > 0 {
+		e.Attempt = &attempt
+	}
+	if s.Agent != "" {
+		e.Agent = &s.Agent
+	}
+	if s.RunID != "" {
+		e.RunID = &s.RunID
+	}
+	return e
+}
+
+func (s *GuardSpec) intent() (Entry, error) {
+	e := s.entry(TypeIntent, 0)
+	e.Tool = &s.Tool
+	if s.Effect != "" {
+		e.Effect = &s.Effect
+	}
+	if s.Timeout > 0 {
+		e.Timeout = Ptr(s.Timeout.Seconds())
+	}
+	if s.Reference != "" {
+		e.Reference = &s.Reference
+	}
+	params, err := marshalJSON(s.Params)
+	if err != nil {
+		return Entry{}, fmt.Errorf("arbiter: guard %q: params: %w", s.Key, err)
+	}
+	e.Params = params
+	return e, nil
+}
+
+// marshalJSON marshals v, passing a json.RawMessage through unchanged so
+// that stored params sent back give the same fingerprint.
+func marshalJSON(v any) (json.RawMessage, error) {
+	switch v := v.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		if !json.Valid(v) {
+			return nil, errors.New("invalid JSON")
+		}
+		return v, nil
+	}
+	return json.Marshal(v)
+}
+
+// Attempt is the attempt a guarded function runs as.
+type Attempt struct {
+	ActionID string
+	Key      string
+	Tool     string
+	Number   int
+	// Params are the action's params as the ledger stores them.
+	Params json.RawMessage
+}
+
+// Outcome is what a guarded call came to.
+type Outcome struct {
+	// Ran is true when the function ran in this call; false when the
+	// ledger answered from an earlier attempt (a replay) or the call
+	// compensated.
+	Ran bool
+	// Compensated is true when the call undid the effect at an operator's
+	// request.
+	Compensated bool
+	// Attempt is the attempt the outcome belongs to.
+	Attempt int
+	// Action is the action as the ledger last answered.
+	Action *Action
+	// Result is the saved result (JSON) and ExternalRef the downstream id.
+	Result      json.RawMessage
+	ExternalRef string
+}
+
+// DecodeResult unmarshals the saved result into v.
+func (o *Outcome) DecodeResult(v any) error {
+	if len(o.Result) == 0 {
+		return errors.New("arbiter: the outcome has no result")
+	}
+	return json.Unmarshal(o.Result, v)
+}
+
+// Guard performs one side effect the safe way, as the ledger decides:
+//
+//   - It records the intent first. If Arbiter cannot be reached then, fn
+//     does not run and the error wraps ErrUnreachable (fail closed).
+//   - proceed: it runs fn with the attempt, sending heartbeats about every
+//     third of the lease while fn runs, and records succeeded (fn's result
+//     and external ref) or failed (fn's error; see Retriable) for that
+//     attempt. The report is retried with backoff and jitter while Arbiter
+//     is unavailable, up to the client's report budget; it names the
+//     attempt, so a repeat is answered duplicate and counts once.
+//   - replay: the action finished before; fn does not run. A succeeded or
+//     confirmed action returns its saved result; a failed, abandoned or
+//     compensated one returns a *FinishedError.
+//   - in_progress: another attempt holds the action; it asks again with
+//     backoff and jitter for up to spec.Wait, then returns an
+//     *InProgressError.
+//   - held: the outcome of an earlier attempt is unknown; it returns a
+//     *HeldError with the action's dashboard link. A person decides.
+//   - compensate: an operator asked to undo the effect; it runs
+//     spec.Compensate and records compensated.
+//   - The same key with other tool or params is an *Error with code
+//     key_reused.
+//
+// When fn fails, the failure is recorded and fn's error is returned with
+// the Outcome. When fn's error is marked Unknown, or comes after its context
+// was cancelled (the caller gave up, or the lease was lost), the effect may
+// have happened: no outcome is reported and the error is an
+// *OutcomeUnknownError. A success is reported even if ctx was cancelled
+// meanwhile, because the effect happened.
+func (c *Client) Guard(ctx context.Context, spec GuardSpec, fn GuardFunc) (*Outcome, error) {
+	intent, err := spec.intent()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	for n := 0; ; n++ {
+		res, err := c.Submit(ctx, intent)
+		if IsUnavailable(err) {
+			return nil, fmt.Errorf("%w (key %q): %w", ErrUnreachable, spec.Key, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if res.Action == nil {
+			return nil, fmt.Errorf("arbiter: guard %q: the answer to the intent (%s) carries no action", spec.Key, res.Outcome)
+		}
+		switch res.Outcome {
+		case OutcomeProceed:
+			return c.execute(ctx, &spec, res, fn)
+		case OutcomeReplay:
+			return replayed(res)
+		case OutcomeCompensate:
+			return c.compensate(ctx, &spec, res)
+		case OutcomeHeld:
+			return nil, &HeldError{ActionID: res.Action.ID, Key: spec.Key, Attempt: res.AttemptNumber(), URL: c.ActionURL(res.Action.ID)}
+		case OutcomeInProgress:
+			left := spec.Wait - time.Since(start)
+			if left <= 0 {
+				return nil, &InProgressError{ActionID: res.Action.ID, Key: spec.Key, Attempt: res.AttemptNumber(),
+					LeaseUntil: res.LeaseUntil, Waited: time.Since(start)}
+			}
+			if err := sleep(ctx, min(c.backoff.pause(n), left)); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("arbiter: guard %q: unexpected outcome %q for an intent", spec.Key, res.Outcome)
+		}
+	}
+}
+
+func attemptOf(spec *GuardSpec, res *Result) Attempt {
+	a := Attempt{Key: spec.Key, Tool: spec.Tool, Number: res.AttemptNumber()}
+	if res.Action != nil {
+		a.ActionID, a.Params = res.Action.ID, res.Action.Params
+	}
+	return a
+}
+
+func replayed(res *Result) (*Outcome, error) {
+	a := res.Action
+	out := &Outcome{Attempt: res.AttemptNumber(), Action: a, Result: a.Result}
+	if a.ExternalRef != nil {
+		out.ExternalRef = *a.ExternalRef
+	}
+	switch a.Status {
+	case StatusSucceeded, StatusConfirmed:
+		return out, nil
+	}
+	return out, &FinishedError{Action: a}
+}
+
+// execute runs fn for the attempt the ledger granted and records its
+// outcome.
+func (c *Client) execute(ctx context.Context, spec *GuardSpec, res *Result, fn GuardFunc) (*Outcome, error) {
+	a := attemptOf(spec, res)
+	runCtx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	hb := c.heartbeat(runCtx, spec, a, cancelRun)
+	// A panic in fn stops the heartbeats and reports nothing: the lease
+	// passes and the action waits for an operator, as if the process died.
+	defer hb.stop()
+	result, ref, fnErr := fn(runCtx, a)
+	lost := hb.stop()
+
+	if fnErr != nil && (lost != nil || ctx.Err() != nil || IsUnknown(fnErr)) {
+		if IsUnknown(fnErr) && lost == nil && ctx.Err() == nil {
+			// Best effort: the operator who finds the action timed out
+			// learns why.
+			note := spec.entry(TypeNote, a.Number)
+			note.Message = Ptr("outcome unknown: " + errorText(fnErr))
+			_, _ = c.Submit(ctx, note)
+		}
+		return nil, &OutcomeUnknownError{ActionID: a.ActionID, Key: a.Key, Attempt: a.Number, Err: fnErr}
+	}
+	e := spec.entry(TypeSucceeded, a.Number)
+	var resultErr error
+	reportCtx := ctx
+	if fnErr == nil {
+		// The effect happened: record it even if the caller stopped waiting.
+		reportCtx = context.WithoutCancel(ctx)
+		e.Result, resultErr = marshalJSON(result)
+		switch {
+		case resultErr != nil:
+			resultErr = fmt.Errorf("arbiter: guard %q: the result is not JSON and was not saved: %w", spec.Key, resultErr)
+			e.Result = nil
+		case len(e.Result) > maxResultBytes:
+			// Saving the success matters more than saving its details.
+			resultErr = fmt.Errorf("arbiter: guard %q: the result is %d bytes, over the %d the ledger keeps; it was not saved",
+				spec.Key, len(e.Result), maxResultBytes)
+			e.Result = nil
+		}
+		if ref != "" {
+			e.ExternalRef = &ref
+		}
+	} else {
+		e.Type = TypeFailed
+		e.Error = Ptr(errorText(fnErr))
+		e.Retriable = Ptr(IsRetriable(fnErr))
+	}
+	stored, err := c.report(reportCtx, a, e)
+	out := &Outcome{Ran: true, Attempt: a.Number, Result: e.Result, ExternalRef: ref}
+	if stored != nil {
+		out.Action = stored.Action
+	}
+	return out, errors.Join(fnErr, err, resultErr)
+}
+
+// compensate undoes the effect at an operator's request and records it.
+func (c *Client) compensate(ctx context.Context, spec *GuardSpec, res *Result) (*Outcome, error) {
+	a := attemptOf(spec, res)
+	if spec.Compensate == nil {
+		return nil, fmt.Errorf("%w: action %s (key %q), see %s", ErrCompensationRequested, a.ActionID, a.Key, c.ActionURL(a.ActionID))
+	}
+	ref, err := spec.Compensate(ctx, a)
+	if err != nil {
+		// Tell the operators, best effort: the action stays
+		// compensation_requested either way.
+		note := spec.entry(TypeNote, a.Number)
+		note.Message = Ptr("compensation failed: " + errorText(err))
+		_, _ = c.Submit(ctx, note)
+		return nil, err
+	}
+	e := spec.entry(TypeCompensated, a.Number)
+	if ref != "" {
+		e.ExternalRef = &ref
+	}
+	stored, err := c.report(context.WithoutCancel(ctx), a, e)
+	out := &Outcome{Compensated: true, Attempt: a.Number, ExternalRef: ref}
+	if stored != nil {
+		out.Action = stored.Action
+	}
+	return out, err
+}
+
+// report records an outcome, retrying with backoff and jitter while
+// Arbiter is unavailable, within the report budget. The entry names its
+// attempt, so a report that landed before its answer was lost comes back
+// duplicate, which counts as done.
+func (c *Client) report(ctx context.Context, a Attempt, e Entry) (*Result, error) {
+	deadline := time.Now().Add(c.reportBudget)
+	for n := 0; ; n++ {
+		res, err := c.Submit(ctx, e)
+		if err == nil || !retryable(err) {
+			return res, err
+		}
+		pause := c.backoff.pause(n)
+		if time.Now().Add(pause).After(deadline) {
+			return nil, &ReportError{ActionID: a.ActionID, Key: a.Key, Attempt: a.Number, Type: e.Type, Err: err}
+		}
+		if err := sleep(ctx, pause); err != nil {
+			return nil, &ReportError{ActionID: a.ActionID, Key: a.Key, Attempt: a.Number, Type: e.Type, Err: err}
+		}
+	}
+}
+
+// errorText is err's message as the ledger accepts it: non-empty, valid
+// UTF-8 without NUL, and short enough to store.
+func errorText(err error) string {
+	msg := strings.ReplaceAll(strings.ToValidUTF8(err.Error(), "\uFFFD"), "\x00", "")
+	if len(msg) > maxErrorBytes {
+		msg = strings.ToValidUTF8(msg[:maxErrorBytes], "") + "…"
+	}
+	if strings.TrimSpace(msg) == "" {
+		msg = fmt.Sprintf("%T with an empty message", err)
+	}
+	return msg
+}
+
+// retryable reports whether sending the same entry again may succeed.
+func retryable(err error) bool {
+	return IsUnavailable(err) || IsCode(err, "conflict") || IsCode(err, "internal")
+}

@@ -1,0 +1,40 @@
+package client
+
+import "net/http"
+
+// route is one operation of the HTTP API.
+type route struct {
+	Method string
+	Path   string // with {id} for the one path parameter
+}
+
+// routes maps each client method that calls the API to the operation it
+// calls. Requests are built from this table only, and the drift test checks
+// it against the OpenAPI document, so the client cannot silently fall out of
+// step with the server.
+var routes = map[string]route{
+	"Submit":      {http.MethodPost, "/v1/entries"},
+	"SubmitBatch": {http.MethodPost, "/v1/entries"},
+
+	"ListActions":   {http.MethodGet, "/v1/actions"},
+	"ActionByKey":   {http.MethodGet, "/v1/actions"},
+	"ActionByKeyIn": {http.MethodGet, "/v1/actions"},
+	"Action":        {http.MethodGet, "/v1/actions/{id}"},
+	"Entries":       {http.MethodGet, "/v1/actions/{id}/entries"},
+	"Decide":        {http.MethodPost, "/v1/actions/{id}/decisions"},
+
+	"CreateWebhook":       {http.MethodPost, "/v1/webhooks"},
+	"Webhooks":            {http.MethodGet, "/v1/webhooks"},
+	"Webhook":             {http.MethodGet, "/v1/webhooks/{id}"},
+	"UpdateWebhook":       {http.MethodPatch, "/v1/webhooks/{id}"},
+	"DeleteWebhook":       {http.MethodDelete, "/v1/webhooks/{id}"},
+	"RotateWebhookSecret": {http.MethodPost, "/v1/webhooks/{id}/rotate-secret"},
+	"TestWebhook":         {http.MethodPost, "/v1/webhooks/{id}/test"},
+	"WebhookDeliveries":   {http.MethodGet, "/v1/webhooks/{id}/deliveries"},
+	"Redeliver":           {http.MethodPost, "/v1/deliveries/{id}/redeliver"},
+
+	"Health":  {http.MethodGet, "/healthz"},
+	"Ready":   {http.MethodGet, "/readyz"},
+	"Metrics": {http.MethodGet, "/metrics"},
+	"OpenAPI": {http.MethodGet, "/v1/openapi.json"},
+}

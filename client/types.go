@@ -1,0 +1,106 @@
+package client
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Status of an action.
+type Status string
+
+// The statuses, in lifecycle order.
+const (
+	StatusInProgress            Status = "in_progress"
+	StatusSucceeded             Status = "succeeded"
+	StatusFailed                Status = "failed"
+	StatusTimedOut              Status = "timed_out"
+	StatusRetryRequested        Status = "retry_requested"
+	StatusConfirmed             Status = "confirmed"
+	StatusCompensationRequested Status = "compensation_requested"
+	StatusCompensated           Status = "compensated"
+	StatusAbandoned             Status = "abandoned"
+)
+
+// Effect classes say how safe a repeat of a tool call is.
+const (
+	EffectReadOnly   = "read_only"
+	EffectIdempotent = "idempotent" // state-setting: safe to repeat
+	EffectKeyed      = "keyed"      // the downstream honours the key: a retry with it is safe
+	EffectUnkeyed    = "unkeyed"    // the downstream does not deduplicate (the default)
+)
+
+// Entry types an agent sends.
+const (
+	TypeIntent      = "intent"
+	TypeHeartbeat   = "heartbeat"
+	TypeSucceeded   = "succeeded"
+	TypeFailed      = "failed"
+	TypeCompensated = "compensated"
+	TypeNote        = "note"
+)
+
+// Outcomes of an entry.
+const (
+	OutcomeProceed    = "proceed"     // execute now, with the attempt given
+	OutcomeReplay     = "replay"      // finished before: do not execute; the action has the saved result
+	OutcomeInProgress = "in_progress" // another attempt holds a live lease
+	OutcomeHeld       = "held"        // timed out: a person must decide; do not execute
+	OutcomeCompensate = "compensate"  // undo the effect, then report compensated
+	OutcomeRecorded   = "recorded"
+	OutcomeDuplicate  = "duplicate" // the same outcome for the same attempt was recorded before
+	OutcomeRejected   = "rejected"  // see Result.Error
+)
+
+// Decisions an operator can take.
+const (
+	DecisionConfirm         = "confirm"
+	DecisionRetry           = "retry"
+	DecisionCompensate      = "compensate"
+	DecisionMarkCompensated = "mark_compensated"
+	DecisionAbandon         = "abandon"
+)
+
+// Action is the authoritative record of one intended side effect,
+// identified by (namespace, key).
+type Action struct {
+	ID          string          `json:"id"`
+	Namespace   string          `json:"namespace"`
+	Key         string          `json:"key"`
+	Tool        string          `json:"tool"`
+	Effect      string          `json:"effect"`
+	Status      Status          `json:"status"`
+	Attempt     int             `json:"attempt"`
+	Version     int             `json:"version"`
+	LeaseUntil  *time.Time      `json:"lease_until"`
+	Reference   *string         `json:"reference"`
+	Agent       *string         `json:"agent"`
+	Params      json.RawMessage `json:"params"`
+	Result      json.RawMessage `json:"result"`
+	ExternalRef *string         `json:"external_ref"`
+	CreatedAt   time.Time       `json:"created_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+}
+
+// Actor says who wrote a ledger entry.
+type Actor struct {
+	Kind string `json:"kind"` // agent, operator or system
+	Name string `json:"name"`
+}
+
+// LedgerEntry is one immutable record of an action's timeline: what an
+// agent sent, or what Arbiter recorded (timed_out, decision, key_reused,
+// stale_outcome, late_result, lease_lost, …).
+type LedgerEntry struct {
+	ID         string          `json:"id"`
+	Seq        int             `json:"seq"`
+	Type       string          `json:"type"`
+	Actor      Actor           `json:"actor"`
+	Attempt    *int            `json:"attempt"`
+	Payload    json.RawMessage `json:"payload"`
+	OccurredAt *time.Time      `json:"occurred_at"`
+	RecordedAt time.Time       `json:"recorded_at"`
+}
+
+// Ptr returns a pointer to v, for the optional fields of [Entry] and
+// [Decision].
+func Ptr[T any](v T) *T { return &v }
