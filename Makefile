@@ -1,7 +1,7 @@
 # `make test` is the test command: it runs every test, race detector on,
 # against a real PostgreSQL (see .ci/with-postgres) and SQLite.
 
-.PHONY: test test-short test-scale generate build fmt vet
+.PHONY: test test-short test-scale generate build fmt vet fuzz
 
 test:
 	.ci/with-postgres go test -race -count=1 ./...
@@ -10,6 +10,18 @@ test:
 # query plans use indexes (a minute or two).
 test-scale:
 	ARBITER_TEST_SCALE=1 .ci/with-postgres go test -count=1 -run 'AtScale' -timeout 20m ./...
+
+# fuzz runs each fuzz target for a bounded number of executions, about 10 s
+# each on a quiet 2-core machine; the corpus under testdata/fuzz also runs in
+# every `go test`. The budget is a count, not a duration: with a duration, Go
+# 1.26's fuzzing coordinator can fail a clean run with "context deadline
+# exceeded" (go.dev/issue/75804). A failing input is written to testdata/fuzz.
+FUZZ_EXECS ?= 60000
+FUZZ = go test -run='^$$' -fuzztime=$(FUZZ_EXECS)x -fuzzminimizetime=5s
+fuzz:
+	$(FUZZ) -fuzz='^FuzzDecodeEntry$$' ./services
+	$(FUZZ) -fuzz='^FuzzFingerprint$$' ./services
+	$(FUZZ) -fuzz='^FuzzEntriesHandler$$' ./web
 
 test-short:
 	.ci/with-postgres go test -count=1 ./...

@@ -29,11 +29,8 @@ type serveCmd struct {
 }
 
 func (s *serveCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
-	if s.SweepInterval <= 0 {
-		return fmt.Errorf("--sweep-interval must be positive, got %s", s.SweepInterval)
-	}
-	if s.Retention < 0 {
-		return fmt.Errorf("--retention must not be negative, got %s", s.Retention)
+	if err := s.validate(); err != nil {
+		return err
 	}
 	st, err := c.open(ctx)
 	if err != nil {
@@ -43,12 +40,48 @@ func (s *serveCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
 	if err := ensureSchema(ctx, st, s.Migrate || st.Dialect == services.SQLite); err != nil {
 		return err
 	}
+	srv, err := s.start(ctx, st, log)
+	if err != nil {
+		return err
+	}
+	return srv.run(ctx)
+}
+
+func (s *serveCmd) validate() error {
+	if s.SweepInterval <= 0 {
+		return fmt.Errorf("--sweep-interval must be positive, got %s", s.SweepInterval)
+	}
+	if s.Retention < 0 {
+		return fmt.Errorf("--retention must not be negative, got %s", s.Retention)
+	}
+	return nil
+}
+
+// server is Arbiter listening on its address, with its sweeper and webhook
+// dispatcher running, until run returns. serve and demo share it, so the
+// demo is the product as deployed, not a look-alike.
+type server struct {
+	URL string // http://host:port actually listened on
+
+	log          *slog.Logger
+	http         *http.Server
+	drainTimeout time.Duration
+	serveErr     chan error
+	stopBG       context.CancelFunc
+	bg           sync.WaitGroup
+}
+
+// start wires the services to the HTTP handler on st, whose schema must be
+// current, creates the first dashboard user on an empty database (logging
+// its password once), and starts listening and the background work. ctx
+// ending is the signal to shut down: event streams close on it.
+func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logger) (*server, error) {
 	ledger := services.NewLedger(st)
 	metrics := web.NewMetrics(ledger.CountByStatus)
 	accounts := services.NewAccounts(st)
 	accounts.IdleTimeout, accounts.AbsoluteTimeout = s.SessionIdle, s.SessionAbsolute
 	if email, password, created, err := accounts.EnsureAdmin(ctx); err != nil {
-		return err
+		return nil, err
 	} else if created {
 		log.Warn("arbiter: created the first dashboard user; this password is shown only once",
 			"email", email, "password", password,
@@ -68,39 +101,53 @@ func (s *serveCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
 
 	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.Addr, err)
+		return nil, fmt.Errorf("listen on %s: %w", s.Addr, err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
-		IdleTimeout: 120 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := &server{
+		URL: "http://" + ln.Addr().String(),
+		log: log,
+		http: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
+			IdleTimeout: 120 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
+		drainTimeout: s.DrainTimeout,
+		serveErr:     make(chan error, 1),
+	}
 	if dispatcher.PublicURL == "" {
-		dispatcher.PublicURL = "http://" + ln.Addr().String()
+		dispatcher.PublicURL = srv.URL
 	}
-	log.Info("arbiter: listening", "addr", "http://"+ln.Addr().String(), "database", st.Where, "dialect", st.Dialect,
+	log.Info("arbiter: listening", "addr", srv.URL, "database", st.Where, "dialect", st.Dialect,
 		"sweep_interval", s.SweepInterval.String(), "retention", s.Retention.String())
 
 	bg, stopBG := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { ledger.RunSweeper(bg, log, s.SweepInterval, s.Retention, metrics.ObserveSweep) })
-	wg.Go(func() { dispatcher.Run(bg) })
+	srv.stopBG = stopBG
+	srv.bg.Go(func() { ledger.RunSweeper(bg, log, s.SweepInterval, s.Retention, metrics.ObserveSweep) })
+	srv.bg.Go(func() { dispatcher.Run(bg) })
+	go func() { srv.serveErr <- srv.http.Serve(ln) }()
+	return srv, nil
+}
 
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+// run serves until ctx ends, then drains in-flight requests for up to the
+// drain timeout and stops the background work.
+func (srv *server) run(ctx context.Context) error {
 	select {
-	case err := <-serveErr:
-		stopBG()
-		wg.Wait()
+	case err := <-srv.serveErr:
+		srv.stopBG()
+		srv.bg.Wait()
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("arbiter: shutting down; draining in-flight requests", "timeout", s.DrainTimeout.String())
-	dctx, cancel := context.WithTimeout(context.Background(), s.DrainTimeout)
+	return srv.shutdown()
+}
+
+func (srv *server) shutdown() error {
+	srv.log.Info("arbiter: shutting down; draining in-flight requests", "timeout", srv.drainTimeout.String())
+	dctx, cancel := context.WithTimeout(context.Background(), srv.drainTimeout)
 	defer cancel()
-	err = srv.Shutdown(dctx)
-	stopBG()
-	wg.Wait()
+	err := srv.http.Shutdown(dctx)
+	srv.stopBG()
+	srv.bg.Wait()
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("drain: %w", err)
 	}
-	log.Info("arbiter: stopped")
+	srv.log.Info("arbiter: stopped")
 	return nil
 }

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/arbiter-ledger/arbiter/services"
+)
+
+// benchCmd measures Arbiter. By default it plays agents against a running
+// server; --sweep times the sweeper in this process and --page times
+// dashboard pages. docs/benchmarks.md has the figures and how they were made.
+type benchCmd struct {
+	URL         string        `env:"ARBITER_URL" default:"http://127.0.0.1:8080" help:"The server to load."`
+	APIKey      string        `name:"api-key" env:"ARBITER_API_KEY" help:"An agent key to write entries with."`
+	CreateKey   bool          `name:"create-key" help:"Create an agent key in --namespace first (needs --database-url)."`
+	Namespace   string        `default:"bench" help:"Namespace of the key made by --create-key and of the actions --sweep makes."`
+	Concurrency int           `short:"c" default:"16" help:"Agents sending at once, each on its own connection."`
+	Duration    time.Duration `short:"d" default:"10s" help:"How long to send."`
+	Batch       int           `default:"1" help:"Entries per request (1-500); 1 sends single entries."`
+	Mix         string        `default:"intent=70,outcome=20,heartbeat=5,replay=5" help:"Weights of new intents, succeeded outcomes for keys it started, heartbeats, and replays (intents on finished keys)."`
+	Rate        float64       `help:"Requests per second across all agents; 0 sends as fast as the server answers."`
+	Lease       int           `default:"300" help:"Lease of each intent, in seconds."`
+	JSON        bool          `help:"Print the report as JSON."`
+
+	Sweep      int    `help:"Instead of loading a server: record this many intents with 1-second leases in --database-url through the ledger, in this process, and time one sweep timing them out."`
+	CPUProfile string `name:"cpuprofile" help:"With --sweep: write a CPU profile of the sweep to this file."`
+
+	Page          []string `help:"Instead of writing entries: GET these dashboard paths with a signed-in session (--email, --password-stdin) and time them."`
+	Requests      int      `default:"100" help:"With --page: timed GETs of each page, one at a time."`
+	Email         string   `help:"With --page: the dashboard user to sign in as."`
+	PasswordStdin bool     `name:"password-stdin" help:"With --page: read the user's password from standard input."`
+}
+
+func (b *benchCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
+	var (
+		rep any
+		err error
+	)
+	switch {
+	case b.Sweep > 0:
+		rep, err = b.runSweep(ctx, c)
+	case len(b.Page) > 0:
+		rep, err = b.runPages(ctx)
+	default:
+		rep, err = b.runLoad(ctx, c)
+	}
+	if err != nil {
+		return err
+	}
+	if b.JSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return printReport(os.Stdout, rep)
+}
+
+func (b *benchCmd) runLoad(ctx context.Context, c *cli) (*loadReport, error) {
+	m, err := parseMix(b.Mix)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case b.Concurrency < 1:
+		return nil, errors.New("--concurrency must be at least 1")
+	case b.Batch < 1 || b.Batch > services.MaxBatchEntries:
+		return nil, fmt.Errorf("--batch must be between 1 and %d", services.MaxBatchEntries)
+	case b.Duration <= 0:
+		return nil, errors.New("--duration must be positive")
+	case b.Lease < 1:
+		return nil, errors.New("--lease must be at least 1 second")
+	}
+	key := b.APIKey
+	if b.CreateKey {
+		if key, err = b.createKey(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	if key == "" {
+		return nil, errors.New("need an agent key: --api-key (ARBITER_API_KEY), or --create-key with --database-url")
+	}
+	return runLoad(ctx, loadConfig{url: strings.TrimRight(b.URL, "/"), key: key, concurrency: b.Concurrency,
+		duration: b.Duration, batch: b.Batch, mix: m, rate: b.Rate, lease: b.Lease})
+}
+
+// createKey makes an agent key for this run in the database the server uses.
+func (b *benchCmd) createKey(ctx context.Context, c *cli) (string, error) {
+	st, err := openCurrent(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	_, secret, err := services.NewKeys(st).CreateKey(ctx, services.CreateKeyRequest{
+		Namespace: b.Namespace, Name: "bench", Role: services.RoleAgent})
+	return secret, err
+}
+
+func (b *benchCmd) runSweep(ctx context.Context, c *cli) (*sweepReport, error) {
+	st, err := openCurrent(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	var profile io.Writer
+	if b.CPUProfile != "" {
+		f, err := os.Create(b.CPUProfile)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		profile = f
+	}
+	return timeSweep(ctx, st, b.Namespace, b.Sweep, profile)
+}
+
+func printReport(w io.Writer, rep any) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	switch r := rep.(type) {
+	case *loadReport:
+		fmt.Fprintf(tw, "%d agents for %.1fs, %d entries per request, mix %s\n", r.Concurrency, r.Seconds, r.Batch, r.Mix)
+		fmt.Fprintf(tw, "entries/s\t%.0f\t(%d entries acknowledged)\n", r.EntriesPerSecond, r.Entries)
+		fmt.Fprintf(tw, "requests/s\t%.0f\t(%d requests)\n", r.RequestsPerSecond, r.Requests)
+		fmt.Fprintf(tw, "latency ms\tp50 %.2f\tp95 %.2f\tp99 %.2f\tmax %.2f\n", r.Latency.P50, r.Latency.P95, r.Latency.P99, r.Latency.Max)
+		for _, k := range sortedKeys(r.LatencyByKind) {
+			l := r.LatencyByKind[k]
+			fmt.Fprintf(tw, "  %s (%d)\tp50 %.2f\tp95 %.2f\tp99 %.2f\tmax %.2f\n", k, l.Count, l.P50, l.P95, l.P99, l.Max)
+		}
+		for _, k := range sortedKeys(r.Outcomes) {
+			fmt.Fprintf(tw, "outcome %s\t%d\n", k, r.Outcomes[k])
+		}
+		for _, k := range sortedKeys(r.Errors) {
+			fmt.Fprintf(tw, "error %s\t%d\n", k, r.Errors[k])
+		}
+	case *sweepReport:
+		fmt.Fprintf(tw, "recorded %d intents with 1 s leases in %.1fs\n", r.Seeded, r.SeedSeconds)
+		fmt.Fprintf(tw, "sweep timed out %d actions in %.3fs (%.0f per second)\n", r.TimedOut, r.SweepSeconds, r.PerSecond)
+	case *pagesReport:
+		fmt.Fprintln(tw, "page\trequests\tp50 ms\tp95 ms\tp99 ms\tmax ms\tbytes")
+		for _, p := range r.Pages {
+			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%d\n", p.Path, p.Latency.Count, p.Latency.P50, p.Latency.P95,
+				p.Latency.P99, p.Latency.Max, p.Bytes)
+		}
+	}
+	return tw.Flush()
+}

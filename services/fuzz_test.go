@@ -1,0 +1,233 @@
+package services_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/arbiter-ledger/arbiter/services"
+)
+
+// Fuzz targets; `make fuzz` runs each for a while, and `go test` replays the
+// corpus in testdata/fuzz as regression tests.
+
+// FuzzDecodeEntry: decoding never panics, every failure is an *Error the API
+// maps to 400, and what decodes is a fixed point: encoding it and decoding
+// again gives the same entry.
+func FuzzDecodeEntry(f *testing.F) {
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		in, err := services.DecodeEntry(raw)
+		if err != nil {
+			var e *services.Error
+			require.True(t, errors.As(err, &e), "not a *services.Error: %T %v", err, err)
+			require.Contains(t, []string{services.CodeInvalid, services.CodeInvalidJSON}, e.Code, "%v", err)
+			require.NotEmpty(t, e.Message)
+			return
+		}
+		again, err := services.DecodeEntry(encode(t, in))
+		require.NoError(t, err, "a decoded entry must decode again: %s", encode(t, in))
+		require.Equal(t, normalize(t, in), normalize(t, again))
+	})
+}
+
+// encode writes an entry as a client would, without HTML escaping so that
+// sizes do not change.
+func encode(t *testing.T, in services.EntryInput) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	require.NoError(t, enc.Encode(in))
+	return bytes.TrimSpace(buf.Bytes())
+}
+
+// normalize makes two decodings of the same entry comparable: raw JSON is
+// compared by its canonical form and times by their instant.
+func normalize(t *testing.T, in services.EntryInput) services.EntryInput {
+	canon := func(raw json.RawMessage) json.RawMessage {
+		if raw == nil {
+			return nil
+		}
+		c, err := services.Canonicalize(raw)
+		if err != nil {
+			// Numbers beyond float64 have no canonical form; compare compacted.
+			var b bytes.Buffer
+			require.NoError(t, json.Compact(&b, raw))
+			return b.Bytes()
+		}
+		return c
+	}
+	in.Params, in.Result = canon(in.Params), canon(in.Result)
+	if in.OccurredAt != nil {
+		u := in.OccurredAt.UTC()
+		in.OccurredAt = &u
+	}
+	return in
+}
+
+// FuzzFingerprint: the fingerprint of params does not depend on key order,
+// whitespace, string escapes or the spelling of numbers, and changes when a
+// value changes.
+func FuzzFingerprint(f *testing.F) {
+	f.Fuzz(func(t *testing.T, doc []byte, seed uint64) {
+		dec := json.NewDecoder(bytes.NewReader(doc))
+		dec.UseNumber()
+		var v map[string]any
+		if dec.Decode(&v) != nil || v == nil {
+			return
+		}
+		ref, err := services.Canonicalize(write(nil, v, nil))
+		if err != nil {
+			return // e.g. a number beyond float64, which the ledger refuses anyway
+		}
+		rng := rand.New(rand.NewPCG(seed, seed>>1|1))
+		for range 3 {
+			variant := write(nil, v, rng)
+			got, err := services.Canonicalize(variant)
+			require.NoError(t, err, "variant %s", variant)
+			require.Equal(t, string(ref), string(got), "variant %s", variant)
+			require.Equal(t, services.Fingerprint("tool", ref), services.Fingerprint("tool", got))
+		}
+		changed := write(nil, mutate(v, rng), nil)
+		other, err := services.Canonicalize(changed)
+		require.NoError(t, err, "%s", changed)
+		require.NotEqual(t, services.Fingerprint("tool", ref), services.Fingerprint("tool", other), "%s vs %s", ref, changed)
+		require.NotEqual(t, services.Fingerprint("tool", ref), services.Fingerprint("tool2", ref))
+	})
+}
+
+// write serializes v. With rng it shuffles object keys, sprinkles
+// whitespace, escapes string characters and respells numbers; without it,
+// it writes compact JSON with keys in map order.
+func write(b []byte, v any, rng *rand.Rand) []byte {
+	ws := func(b []byte) []byte {
+		if rng == nil {
+			return b
+		}
+		for range rng.IntN(3) {
+			b = append(b, " \t\n\r"[rng.IntN(4)])
+		}
+		return b
+	}
+	b = ws(b)
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		if rng != nil {
+			rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		}
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = writeString(ws(b), k, rng)
+			b = append(ws(b), ':')
+			b = write(b, x[k], rng)
+		}
+		b = append(ws(b), '}')
+	case []any:
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = write(b, e, rng)
+		}
+		b = append(ws(b), ']')
+	case string:
+		b = writeString(b, x, rng)
+	case json.Number:
+		b = append(b, respell(x, rng)...)
+	case bool:
+		b = strconv.AppendBool(b, x)
+	case nil:
+		b = append(b, "null"...)
+	}
+	return ws(b)
+}
+
+func writeString(b []byte, s string, rng *rand.Rand) []byte {
+	if rng == nil || rng.IntN(2) == 0 {
+		enc, _ := json.Marshal(s)
+		return append(b, enc...)
+	}
+	// Escape every character as \uXXXX (surrogate pairs beyond the BMP).
+	b = append(b, '"')
+	for _, r := range s {
+		if r > 0xffff {
+			r -= 0x10000
+			b = appendEscape(b, 0xd800+(r>>10))
+			b = appendEscape(b, 0xdc00+(r&0x3ff))
+			continue
+		}
+		if r == utf8.RuneError {
+			r = 0xfffd
+		}
+		b = appendEscape(b, r)
+	}
+	return append(b, '"')
+}
+
+func appendEscape(b []byte, r rune) []byte {
+	const hex = "0123456789abcdef"
+	return append(b, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
+}
+
+// respell writes a number in another notation with the same float64 value.
+func respell(n json.Number, rng *rand.Rand) string {
+	f, err := n.Float64()
+	if rng == nil || err != nil || math.IsInf(f, 0) {
+		return n.String()
+	}
+	switch rng.IntN(3) {
+	case 0:
+		return strconv.FormatFloat(f, 'e', -1, 64)
+	case 1:
+		return strconv.FormatFloat(f, 'E', 17, 64)
+	}
+	return n.String()
+}
+
+// mutate returns a copy of v with one value changed so that the documents
+// differ whatever canonicalization does.
+func mutate(v map[string]any, rng *rand.Rand) map[string]any {
+	out := make(map[string]any, len(v)+1)
+	keys := make([]string, 0, len(v))
+	for k, x := range v {
+		out[k] = x
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		out["added"] = true
+		return out
+	}
+	slices.Sort(keys)
+	k := keys[rng.IntN(len(keys))]
+	switch x := v[k].(type) {
+	case string:
+		out[k] = x + "x"
+	case bool:
+		out[k] = !x
+	case nil:
+		out[k] = false
+	case json.Number:
+		out[k] = "n" + x.String()
+	case []any:
+		out[k] = append(slices.Clone(x), nil)
+	case map[string]any:
+		out[k] = mutate(x, rng)
+	}
+	return out
+}
