@@ -1,7 +1,7 @@
 # `make test` is the test command: it runs every test, race detector on,
 # against a real PostgreSQL (see .ci/with-postgres) and SQLite.
 
-.PHONY: test test-short test-scale generate build fmt vet fuzz
+.PHONY: test test-short test-scale test-reliability generate build fmt vet fuzz
 
 test:
 	.ci/with-postgres go test -race -count=1 ./...
@@ -22,6 +22,12 @@ fuzz:
 	$(FUZZ) -fuzz='^FuzzDecodeEntry$$' ./services
 	$(FUZZ) -fuzz='^FuzzFingerprint$$' ./services
 	$(FUZZ) -fuzz='^FuzzEntriesHandler$$' ./web
+
+# test-reliability breaks things under load: kill -9 of the server, a
+# PostgreSQL restart (a throwaway cluster of its own), two replicas, a
+# duplicate storm. About half a minute.
+test-reliability:
+	ARBITER_TEST_RELIABILITY=1 .ci/with-postgres go test -race -count=1 -run 'Reliability' -timeout 10m ./cmd/arbiter
 
 test-short:
 	.ci/with-postgres go test -count=1 ./...
