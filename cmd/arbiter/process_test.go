@@ -159,15 +159,17 @@ func post(t *testing.T, url, key, body string) (int, map[string]any) {
 	return res.StatusCode, m
 }
 
+// TestServeReadyInEmptyDirectory: with no configuration at all, serve makes
+// its SQLite database and becomes ready. How fast is a figure for
+// docs/benchmarks.md (a plain binary, not this race-enabled one on a busy
+// test machine); here it only has to happen.
 func TestServeReadyInEmptyDirectory(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	start := time.Now()
 	p := serve(t, dir, []string{"ARBITER_DATABASE_URL="})
-	waitReady(t, p.url, 10*time.Second)
-	ready := time.Since(start)
-	t.Logf("ready %s after start (race-enabled binary)", ready)
-	require.Less(t, ready, 2*time.Second)
+	waitReady(t, p.url, 20*time.Second)
+	t.Logf("ready %s after start (race-enabled binary)", time.Since(start))
 	require.FileExists(t, filepath.Join(dir, "arbiter-data", "arbiter.db"))
 	require.Contains(t, p.logs.String(), "database=sqlite:arbiter-data/arbiter.db")
 }
