@@ -299,9 +299,11 @@ func TestGuardHeartbeatsKeepALongCallAlive(t *testing.T) {
 		c := e.agent("payments")
 		ctx := context.Background()
 		spec := refundSpec("6", 10)
-		spec.Timeout = 2 * time.Second
+		// A lease of 4 s with heartbeats every third of it leaves about 2.5 s
+		// of slack for a busy machine; the call runs past the first lease.
+		spec.Timeout = 4 * time.Second
 		out, err := c.Guard(ctx, spec, func(ctx context.Context, a client.Attempt) (any, string, error) {
-			time.Sleep(2500 * time.Millisecond)
+			time.Sleep(4500 * time.Millisecond)
 			// Past the first lease: the sweeper finds nothing to time out.
 			if n := e.sweep(); n != 0 {
 				return nil, "", errors.New("the sweeper timed the action out")
