@@ -16,8 +16,9 @@ import (
 )
 
 // benchCmd measures Arbiter. By default it plays agents against a running
-// server; --sweep times the sweeper in this process and --page times
-// dashboard pages. docs/benchmarks.md has the figures and how they were made.
+// server; --sweep times the sweeper in this process, --page times dashboard
+// pages and --receive is a webhook endpoint that counts and times deliveries.
+// docs/benchmarks.md has the figures and how they were made.
 type benchCmd struct {
 	URL         string        `env:"ARBITER_URL" default:"http://127.0.0.1:8080" help:"The server to load."`
 	APIKey      string        `name:"api-key" env:"ARBITER_API_KEY" help:"An agent key to write entries with."`
@@ -34,6 +35,10 @@ type benchCmd struct {
 	Sweep      int    `help:"Instead of loading a server: record this many intents with 1-second leases in --database-url through the ledger, in this process, and time one sweep timing them out."`
 	CPUProfile string `name:"cpuprofile" help:"With --sweep: write a CPU profile of the sweep to this file."`
 
+	Receive string        `help:"Instead of writing entries: be a webhook endpoint on this address (e.g. 127.0.0.1:9099) and report the deliveries, until --expect distinct messages arrived and none came for --idle, or --duration passed."`
+	Expect  int           `help:"With --receive: how many distinct messages to wait for; fewer is an error."`
+	Idle    time.Duration `default:"3s" help:"With --receive: stop after this long without a delivery."`
+
 	Page          []string `help:"Instead of writing entries: GET these dashboard paths with a signed-in session (--email, --password-stdin) and time them."`
 	Requests      int      `default:"100" help:"With --page: timed GETs of each page, one at a time."`
 	Email         string   `help:"With --page: the dashboard user to sign in as."`
@@ -41,27 +46,46 @@ type benchCmd struct {
 }
 
 func (b *benchCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
+	// Each mode returns its report even when it fails on what it measured,
+	// so that the figures are printed either way.
 	var (
 		rep any
 		err error
 	)
 	switch {
 	case b.Sweep > 0:
-		rep, err = b.runSweep(ctx, c)
+		var r *sweepReport
+		if r, err = b.runSweep(ctx, c); r != nil {
+			rep = r
+		}
 	case len(b.Page) > 0:
-		rep, err = b.runPages(ctx)
+		var r *pagesReport
+		if r, err = b.runPages(ctx); r != nil {
+			rep = r
+		}
+	case b.Receive != "":
+		var r *receiveReport
+		if r, err = b.runReceive(ctx); r != nil {
+			rep = r
+		}
 	default:
-		rep, err = b.runLoad(ctx, c)
+		var r *loadReport
+		if r, err = b.runLoad(ctx, c); r != nil {
+			rep = r
+		}
 	}
-	if err != nil {
-		return err
+	if rep != nil {
+		if b.JSON {
+			enc := json.NewEncoder(os.Stdout)
+			enc.SetIndent("", "  ")
+			if perr := enc.Encode(rep); perr != nil {
+				return perr
+			}
+		} else if perr := printReport(os.Stdout, rep); perr != nil {
+			return perr
+		}
 	}
-	if b.JSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	return printReport(os.Stdout, rep)
+	return err
 }
 
 func (b *benchCmd) runLoad(ctx context.Context, c *cli) (*loadReport, error) {
@@ -143,6 +167,10 @@ func printReport(w io.Writer, rep any) error {
 	case *sweepReport:
 		fmt.Fprintf(tw, "recorded %d intents with 1 s leases in %.1fs\n", r.Seeded, r.SeedSeconds)
 		fmt.Fprintf(tw, "sweep timed out %d actions in %.3fs (%.0f per second)\n", r.TimedOut, r.SweepSeconds, r.PerSecond)
+	case *receiveReport:
+		fmt.Fprintf(tw, "received %d deliveries of %d messages (%d duplicates) in %.1fs: %.0f per second\n",
+			r.Received, r.Unique, r.Duplicates, r.Seconds, r.PerSecond)
+		fmt.Fprintf(tw, "from commit, ms\tp50 %.1f\tp95 %.1f\tp99 %.1f\tmax %.1f\n", r.Latency.P50, r.Latency.P95, r.Latency.P99, r.Latency.Max)
 	case *pagesReport:
 		fmt.Fprintln(tw, "page\trequests\tp50 ms\tp95 ms\tp99 ms\tmax ms\tbytes")
 		for _, p := range r.Pages {

@@ -20,9 +20,10 @@ import (
 
 // The load generator plays agents, each a goroutine with its own keep-alive
 // connection and its own memory of the keys it started and finished. It must
-// cost the machine little next to the server it measures: bodies are
-// appended into a reused buffer, responses are read into a reused buffer and
-// scanned for outcomes and error codes rather than decoded.
+// cost the machine little next to the server it measures: requests go out
+// on a minimal HTTP/1.1 client (bench_http.go), bodies are appended into a
+// reused buffer, and responses are read into a reused buffer and scanned for
+// outcomes and error codes rather than decoded.
 
 type op int
 
@@ -131,23 +132,24 @@ type loadReport struct {
 }
 
 func runLoad(ctx context.Context, cfg loadConfig) (*loadReport, error) {
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-		MaxIdleConns: cfg.concurrency, MaxIdleConnsPerHost: cfg.concurrency, MaxConnsPerHost: cfg.concurrency,
-		IdleConnTimeout: time.Minute, DisableCompression: true, ForceAttemptHTTP2: false,
-	}}
-	defer client.CloseIdleConnections()
-	if err := preflight(ctx, client, cfg); err != nil {
-		return nil, err
-	}
 	run := make([]byte, 4)
 	rand.Read(run)
 	agents := make([]*agent, cfg.concurrency)
+	for i := range agents {
+		a, err := newAgent(cfg, fmt.Sprintf("bench-%s-%d", hex.EncodeToString(run), i))
+		if err != nil {
+			return nil, err
+		}
+		defer a.conn.close()
+		agents[i] = a
+	}
+	if err := preflight(ctx, cfg); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	end := start.Add(cfg.duration)
 	var wg sync.WaitGroup
-	for i := range agents {
-		a := newAgent(cfg, client, fmt.Sprintf("bench-%s-%d", hex.EncodeToString(run), i))
-		agents[i] = a
+	for i, a := range agents {
 		var first time.Time
 		if cfg.rate > 0 {
 			// Spread the agents' first requests over one interval.
@@ -192,13 +194,13 @@ func runLoad(ctx context.Context, cfg loadConfig) (*loadReport, error) {
 
 // preflight fails fast on a wrong URL or key instead of reporting a run of
 // errors.
-func preflight(ctx context.Context, client *http.Client, cfg loadConfig) error {
+func preflight(ctx context.Context, cfg loadConfig) error {
 	req, err := http.NewRequestWithContext(ctx, "GET", cfg.url+"/v1/actions?limit=1", nil)
 	if err != nil {
 		return fmt.Errorf("--url: %w", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+cfg.key)
-	res, err := client.Do(req)
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("reach %s: %w", cfg.url, err)
 	}
@@ -213,8 +215,7 @@ func preflight(ctx context.Context, client *http.Client, cfg loadConfig) error {
 // agent is one simulated agent.
 type agent struct {
 	cfg      loadConfig
-	client   *http.Client
-	header   http.Header
+	conn     *benchConn
 	rng      *mrand.Rand
 	prefix   string
 	seq      int
@@ -240,12 +241,13 @@ type pendingEntry struct {
 
 const maxFinished = 4096
 
-func newAgent(cfg loadConfig, client *http.Client, prefix string) *agent {
-	h := http.Header{}
-	h.Set("Authorization", "Bearer "+cfg.key)
-	h.Set("Content-Type", "application/json")
-	return &agent{cfg: cfg, client: client, header: h, rng: mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64())),
-		prefix: prefix, lat: make([]time.Duration, 0, 1<<14), outcomes: map[string]int{}, errors: map[string]int{}}
+func newAgent(cfg loadConfig, prefix string) (*agent, error) {
+	conn, err := newBenchConn(cfg.url, "/v1/entries", cfg.key)
+	if err != nil {
+		return nil, err
+	}
+	return &agent{cfg: cfg, conn: conn, rng: mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64())),
+		prefix: prefix, lat: make([]time.Duration, 0, 1<<14), outcomes: map[string]int{}, errors: map[string]int{}}, nil
 }
 
 func (a *agent) loop(ctx context.Context, next, end time.Time) {
@@ -329,19 +331,8 @@ func (a *agent) send(ctx context.Context) {
 	if batch {
 		a.body = append(a.body, "]}"...)
 	}
-	req, err := http.NewRequestWithContext(ctx, "POST", a.cfg.url+"/v1/entries", bytes.NewReader(a.body))
-	if err != nil {
-		a.fail("request", err.Error())
-		return
-	}
-	req.Header = a.header
 	t0 := time.Now()
-	res, err := a.client.Do(req)
-	if err == nil {
-		a.resp.Reset()
-		_, err = a.resp.ReadFrom(res.Body)
-		res.Body.Close()
-	}
+	status, err := a.conn.post(a.body, &a.resp)
 	d := time.Since(t0)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -357,7 +348,7 @@ func (a *agent) send(ctx context.Context) {
 		k := a.pending[0].op
 		a.latByKind[k] = append(a.latByKind[k], d)
 	}
-	a.record(res.StatusCode)
+	a.record(status)
 }
 
 func (a *agent) fail(code, msg string) {

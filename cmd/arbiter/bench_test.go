@@ -1,7 +1,12 @@
 package main_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,6 +102,10 @@ func TestBenchRefusesBadInput(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, stderr, `--mix "intent=1,bogus=2"`)
 
+	_, stderr, err = runArbiter(t, dir, nil, "", "bench", "--url", "https://127.0.0.1:1", "--api-key", "ak_x")
+	require.Error(t, err)
+	require.Contains(t, stderr, "want http://host:port")
+
 	_, stderr, err = runArbiter(t, dir, nil, "", "bench", "--url", p.url, "--api-key", "ak_wrong", "--duration", "1s")
 	require.Error(t, err)
 	require.Contains(t, stderr, "refused the API key with 401")
@@ -156,4 +165,46 @@ func TestBenchTimesSweepAndPages(t *testing.T) {
 		"--page", "/", "--email", "ops@example.com", "--password-stdin")
 	require.Error(t, err)
 	require.Contains(t, stderr, "sign-in as ops@example.com failed: 401")
+}
+
+func TestBenchReceivesWebhooks(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+
+	cmd := exec.Command(binary, "bench", "--receive", addr, "--expect", "3", "--idle", "1s", "--duration", "20s", "--json")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	require.NoError(t, cmd.Start())
+	deliver := func(id string) int {
+		t.Helper()
+		body := `{"type":"action.timed_out","timestamp":"` + time.Now().UTC().Format(time.RFC3339Nano) + `","data":{}}`
+		for range 100 {
+			req, _ := http.NewRequest("POST", "http://"+addr+"/hook", strings.NewReader(body))
+			req.Header.Set("webhook-id", id)
+			res, err := http.DefaultClient.Do(req)
+			if err == nil {
+				res.Body.Close()
+				return res.StatusCode
+			}
+			time.Sleep(20 * time.Millisecond) // not listening yet
+		}
+		t.Fatalf("the receiver at %s never answered", addr)
+		return 0
+	}
+	for _, id := range []string{"msg_1", "msg_2", "msg_2", "msg_3"} {
+		require.Equal(t, http.StatusNoContent, deliver(id))
+	}
+	require.NoError(t, cmd.Wait(), errOut.String())
+	var r struct {
+		Received, Unique, Duplicates int
+		Latency                      struct{ Count int } `json:"latency_from_commit_ms"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &r), out.String())
+	require.Equal(t, 4, r.Received)
+	require.Equal(t, 3, r.Unique)
+	require.Equal(t, 1, r.Duplicates)
+	require.Equal(t, 4, r.Latency.Count)
 }

@@ -31,7 +31,7 @@ type cli struct {
 	Demo    demoCmd    `cmd:"" help:"Run the server with a simulated fleet of agents on a throwaway database, to see the dashboard at work."`
 	Actions actionsCmd `cmd:"" help:"List and show actions over the API (ARBITER_URL, ARBITER_API_KEY)."`
 	Decide  decideCmd  `cmd:"" help:"Take an operator decision on an action over the API (ARBITER_URL, ARBITER_API_KEY)."`
-	Bench   benchCmd   `cmd:"" help:"Measure a server: play agents against it (entries per second, latency), or time the sweeper or dashboard pages."`
+	Bench   benchCmd   `cmd:"" help:"Measure a server: play agents against it (entries per second, latency), or time the sweeper, dashboard pages or webhook deliveries."`
 }
 
 func main() {
