@@ -56,6 +56,9 @@ type EntryInput struct {
 // rejected) and validates it. Every failure is an *Error with code invalid.
 func DecodeEntry(raw []byte) (EntryInput, error) {
 	var in EntryInput
+	if err := CheckFields(raw, &in); err != nil {
+		return EntryInput{}, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {

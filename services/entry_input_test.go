@@ -303,3 +303,21 @@ func TestDecisionInputValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeEntryExactFieldNames: field names are matched exactly and only
+// once, so a typo in case or a repeated field is refused, not guessed at.
+func TestDecodeEntryExactFieldNames(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		`{"KEY":"k","type":"intent","tool":"t"}`,
+		`{"key":"k","Type":"intent","tool":"t"}`,
+		`{"key":"a","key":"b","type":"intent","tool":"t"}`,
+	} {
+		_, err := services.DecodeEntry([]byte(raw))
+		e, ok := services.AsError(err)
+		require.True(t, ok, raw)
+		require.Equal(t, services.CodeInvalid, e.Code, raw)
+	}
+	_, err := services.DecodeEntry([]byte(`{"key":"k","type":"intent","tool":"t","params":{"KEY":1}}`))
+	require.NoError(t, err, "names inside params are the agent's own")
+}

@@ -128,6 +128,9 @@ func (h *actionsHandler) decide(c echo.Context) error {
 // decodeStrict decodes one JSON object, rejecting unknown fields and
 // trailing data.
 func decodeStrict(body []byte, v any) error {
+	if err := services.CheckFields(body, v); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
