@@ -128,7 +128,7 @@ func (h *actionPages) view(c echo.Context) (views.ActionView, error) {
 	}
 	if s, ok := currentSession(c); ok {
 		v.CSRF = s.CSRF
-		v.CanDecide = (&views.UserInfo{Email: s.User.Email, Role: s.User.Role}).CanDecide()
+		v.CanDecide = services.UserPrincipal(s.User).CanDecide()
 	}
 	return v, nil
 }
