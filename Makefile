@@ -21,6 +21,7 @@ FUZZ = go test -run='^$$' -fuzztime=$(FUZZ_EXECS)x -fuzzminimizetime=5s
 fuzz:
 	$(FUZZ) -fuzz='^FuzzDecodeEntry$$' ./services
 	$(FUZZ) -fuzz='^FuzzFingerprint$$' ./services
+	$(FUZZ) -fuzz='^FuzzCheckFields$$' ./services
 	$(FUZZ) -fuzz='^FuzzEntriesHandler$$' ./web
 
 # test-reliability breaks things under load: kill -9 of the server, a

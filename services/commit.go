@@ -1,11 +1,14 @@
 package services
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -335,3 +338,89 @@ func marshalPayload(p map[string]any) json.RawMessage {
 }
 
 func utcNow() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// pgInsertIntents creates many actions with their first entries in one
+// statement: the rows come in as arrays, in (namespace, key) order, so
+// concurrent statements meet shared keys in the same order. A key that
+// already exists is left alone (ON CONFLICT DO NOTHING) and its id is not
+// returned; the caller decides that entry on the stored action instead.
+const pgInsertIntents = `
+WITH v AS (
+	SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[],
+		$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::timestamptz[],
+		$13::uuid[], $14::text[], $15::text[], $16::timestamptz[])
+	AS v(id, namespace, key, tool, effect, lease_until, reference, agent, run_id, fingerprint, params,
+		created_at, entry_id, actor_name, payload, occurred_at)
+), a AS (
+	INSERT INTO actions (id, namespace, key, tool, effect, status, attempt, version, lease_until,
+		reference, agent, run_id, fingerprint, params, result, external_ref, retriable, entry_seq,
+		created_at, updated_at)
+	SELECT id, namespace, key, tool, effect, 'in_progress', 1, 1, lease_until, reference, agent, run_id,
+		fingerprint, params::jsonb, NULL, NULL, false, 1, created_at, created_at FROM v
+	ON CONFLICT (namespace, key) DO NOTHING
+	RETURNING id
+), e AS (
+	INSERT INTO entries (id, action_id, namespace, seq, type, actor_kind, actor_name, attempt, payload,
+		occurred_at, recorded_at)
+	SELECT v.entry_id, v.id, v.namespace, 1, 'intent', 'agent', v.actor_name, 1, v.payload::jsonb,
+		v.occurred_at, v.created_at FROM v JOIN a ON a.id = v.id
+)
+SELECT id FROM a`
+
+// insertIntentsPostgres writes the first entries of new actions (changes
+// made by firstEntry) in one statement and reports which were written. Of
+// several changes for one key only the first is tried; the others, like
+// those whose key already existed, come back unwritten.
+func (l *Ledger) insertIntentsPostgres(ctx context.Context, db dbtx, chs []*change) ([]bool, error) {
+	order := make([]int, len(chs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		x, y := chs[a].next, chs[b].next
+		return cmp.Or(strings.Compare(x.Namespace, y.Namespace), strings.Compare(x.Key, y.Key))
+	})
+	n := len(chs)
+	var (
+		ids, nss, keys, tools, effects = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+		leases, created, occurred      = make([]*time.Time, 0, n), make([]time.Time, 0, n), make([]*time.Time, 0, n)
+		refs, agents, runs             = make([]*string, 0, n), make([]*string, 0, n), make([]*string, 0, n)
+		fps, params, entryIDs          = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+		actors, payloads               = make([]string, 0, n), make([]string, 0, n)
+		byID                           = make(map[string]int, n)
+	)
+	for k, i := range order {
+		a, e := chs[i].next, &chs[i].entry
+		if k > 0 {
+			if p := chs[order[k-1]].next; p.Namespace == a.Namespace && p.Key == a.Key {
+				continue
+			}
+		}
+		byID[a.ID] = i
+		ids, nss, keys, tools, effects = append(ids, a.ID), append(nss, a.Namespace), append(keys, a.Key),
+			append(tools, a.Tool), append(effects, a.Effect)
+		leases, refs, agents, runs = append(leases, a.LeaseUntil), append(refs, a.Reference), append(agents, a.Agent),
+			append(runs, a.runID)
+		fps, params, created = append(fps, a.fingerprint), append(params, string(a.Params)), append(created, a.CreatedAt)
+		entryIDs, actors, payloads, occurred = append(entryIDs, e.ID), append(actors, e.Actor.Name),
+			append(payloads, string(e.Payload)), append(occurred, e.OccurredAt)
+	}
+	rows, err := db.QueryContext(ctx, pgInsertIntents, ids, nss, keys, tools, effects, leases, refs, agents,
+		runs, fps, params, created, entryIDs, actors, payloads, occurred)
+	if err != nil {
+		return nil, dbError("ledger: create actions", err)
+	}
+	defer rows.Close()
+	written := make([]bool, n)
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, dbError("ledger: create actions", err)
+		}
+		written[byID[id]] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbError("ledger: create actions", err)
+	}
+	return written, nil
+}

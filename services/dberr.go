@@ -21,7 +21,7 @@ func dbError(what string, err error) error {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	if unavailable(err) {
-		return fmt.Errorf("%w: %s: %v", ErrUnavailable, what, err)
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, what, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

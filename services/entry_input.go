@@ -56,9 +56,20 @@ type EntryInput struct {
 // rejected) and validates it. Every failure is an *Error with code invalid.
 func DecodeEntry(raw []byte) (EntryInput, error) {
 	var in EntryInput
-	if err := CheckFields(raw, &in); err != nil {
-		return EntryInput{}, err
+	if json.Valid(raw) {
+		// The common case, in one pass of each: exact names, then values.
+		if err := checkNames(raw, fieldNames(&in)); err != nil {
+			return EntryInput{}, err
+		}
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return EntryInput{}, DescribeJSONError(err)
+		}
+		if err := checkEntryText(raw); err != nil {
+			return EntryInput{}, err
+		}
+		return in, in.Validate()
 	}
+	// Not well-formed: the decoder finds and describes the problem.
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {

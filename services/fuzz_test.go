@@ -6,8 +6,10 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -230,4 +232,62 @@ func mutate(v map[string]any, rng *rand.Rand) map[string]any {
 		out[k] = mutate(x, rng)
 	}
 	return out
+}
+
+// FuzzCheckFields holds the ledger's name check, which scans bytes, to a
+// reference built on encoding/json's tokenizer: for every input both refuse
+// the same name for the same reason, or both accept.
+func FuzzCheckFields(f *testing.F) {
+	f.Add([]byte(`{"key":"k","type":"intent","params":{"key":1,"KEY":[{"x":"y"}]}}`))
+	f.Add([]byte(`{"key":"k","k\u0065y":"again"}`))
+	f.Add([]byte(`{"Key":"k"}`))
+	f.Add([]byte(`[{"nope":1}]`))
+	f.Add([]byte(`{"key":"a\"b","type":"note","message":"{\"x\":1,"}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got := services.CheckFields(raw, &services.EntryInput{})
+		want := referenceCheckFields(raw)
+		if want == nil {
+			require.NoError(t, got, "%q", raw)
+			return
+		}
+		require.Error(t, got, "%q: the reference refused it: %v", raw, want)
+		require.Equal(t, want.Error(), got.Error(), "%q", raw)
+	})
+}
+
+// referenceCheckFields is CheckFields written with json.Decoder.Token.
+func referenceCheckFields(raw []byte) error {
+	allowed := map[string]bool{}
+	typ := reflect.TypeFor[services.EntryInput]()
+	for i := range typ.NumField() {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		allowed[name] = true
+	}
+	if !json.Valid(raw) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		name, _ := tok.(string)
+		if !allowed[name] {
+			return services.Errorf(services.CodeInvalid, "unknown field %q", name)
+		}
+		if seen[name] {
+			return services.Errorf(services.CodeInvalid, "field %q appears more than once", name)
+		}
+		seen[name] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil
+		}
+	}
+	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Ledger records agents' entries and operators' decisions and keeps the
@@ -18,6 +20,9 @@ type Ledger struct {
 	// alerted is called after a change that wrote webhook messages commits,
 	// to wake the dispatcher without waiting for its next poll.
 	alerted func()
+	// group writes concurrent single entries together (group commit): new
+	// intents on PostgreSQL, every entry on SQLite.
+	group *grouper
 }
 
 // OnAlert registers fn to run after every committed change that wrote
@@ -25,7 +30,18 @@ type Ledger struct {
 func (l *Ledger) OnAlert(fn func()) { l.alerted = fn }
 
 // NewLedger returns a ledger on st.
-func NewLedger(st *Store) *Ledger { return &Ledger{st: st, now: utcNow} }
+func NewLedger(st *Store) *Ledger {
+	l := &Ledger{st: st, now: utcNow}
+	if st.Dialect == Postgres {
+		// Each flusher is one statement in flight; a few keep the database
+		// busy while one waits for its commit.
+		l.group = &grouper{flushers: 4, flush: l.flushIntentsPostgres}
+	} else {
+		// SQLite has one writer: one transaction at a time.
+		l.group = &grouper{flushers: 1, flush: l.flushSQLite}
+	}
+	return l
+}
 
 // maxRaces bounds how often one entry is decided again after losing a race.
 const maxRaces = 50
@@ -74,20 +90,25 @@ func (l *Ledger) Submit(ctx context.Context, p Principal, raws [][]byte) ([]Entr
 	case 0:
 		return out, nil
 	case 1:
-		u := l.single()
-		res, err := l.apply(ctx, u, p, ins[valid[0]])
+		res, err := l.submitOne(ctx, p, ins[valid[0]])
 		if err != nil {
 			return nil, err
 		}
 		out[valid[0]] = res
-		if u.alerted {
-			l.wakeDispatcher()
-		}
 		return out, nil
 	}
 	slices.SortStableFunc(valid, func(a, b int) int { return strings.Compare(ins[a].Key, ins[b].Key) })
-	err := l.inTx(ctx, func(u *unit) error {
+	err := l.inTxRetry(ctx, func(u *unit) error {
+		done := make([]bool, len(raws))
+		if l.st.Dialect == Postgres {
+			if err := l.createMany(ctx, u, p, ins, valid, out, done); err != nil {
+				return err
+			}
+		}
 		for _, i := range valid {
+			if done[i] {
+				continue
+			}
 			res, err := l.apply(ctx, u, p, ins[i])
 			if err != nil {
 				return err
@@ -100,6 +121,143 @@ func (l *Ledger) Submit(ctx context.Context, p Principal, raws [][]byte) ([]Entr
 		return nil, err
 	}
 	return out, nil
+}
+
+// createMany writes, in one statement, the intents of a batch that are the
+// first entry sent for their key, as if each key were new: those whose key
+// did not exist get their answer in out and are marked done; the rest of
+// the batch is decided entry by entry.
+func (l *Ledger) createMany(ctx context.Context, u *unit, p Principal, ins []*EntryInput, valid []int, out []EntryResult, done []bool) error {
+	now := l.now()
+	var idx []int
+	var chs []*change
+	for k, i := range valid {
+		if ins[i].Type != TypeIntent || (k > 0 && ins[valid[k-1]].Key == ins[i].Key) {
+			continue
+		}
+		if ch := newAction(p, ins[i], now); ch != nil {
+			idx, chs = append(idx, i), append(chs, ch)
+		}
+	}
+	if len(chs) < 2 {
+		return nil // one statement per entry costs the same
+	}
+	written, err := l.insertIntentsPostgres(ctx, u.w, chs)
+	if err != nil {
+		return err
+	}
+	for k, i := range idx {
+		if written[k] {
+			out[i], done[i] = created(ins[i], chs[k]), true
+		}
+	}
+	return nil
+}
+
+// submitOne records a request's only entry through the group commit: on
+// PostgreSQL a new intent is written first and the stored action read only
+// if its key exists already; on SQLite every entry joins the writer's next
+// transaction.
+func (l *Ledger) submitOne(ctx context.Context, p Principal, in *EntryInput) (EntryResult, error) {
+	it := &groupItem{p: p, in: in}
+	if l.st.Dialect == Postgres {
+		if in.Type != TypeIntent {
+			return l.applyAlone(ctx, p, in)
+		}
+		if it.ch = newAction(p, in, l.now()); it.ch == nil {
+			return l.applyAlone(ctx, p, in)
+		}
+	}
+	l.group.do(it)
+	switch {
+	case it.err != nil:
+		return EntryResult{}, it.err
+	case it.written:
+		return it.res, nil
+	}
+	return l.applyAlone(ctx, p, in) // the key exists: decide on the stored action
+}
+
+// applyAlone decides and records one entry in its own statement or
+// transaction.
+func (l *Ledger) applyAlone(ctx context.Context, p Principal, in *EntryInput) (EntryResult, error) {
+	u := l.single()
+	res, err := l.apply(ctx, u, p, in)
+	if err == nil && u.alerted {
+		l.wakeDispatcher()
+	}
+	return res, err
+}
+
+// flushIntentsPostgres writes a group of new intents in one statement.
+func (l *Ledger) flushIntentsPostgres(ctx context.Context, items []*groupItem) {
+	chs := make([]*change, len(items))
+	for i, it := range items {
+		chs[i] = it.ch
+	}
+	written, err := l.insertIntentsPostgres(ctx, l.st.wsq, chs)
+	for i, it := range items {
+		switch {
+		case err != nil:
+			it.err = err
+		case written[i]:
+			it.res, it.written = created(it.in, it.ch), true
+		}
+	}
+}
+
+// flushSQLite writes a group of entries in one transaction on the writer
+// connection, each in its own savepoint, so they share one commit.
+func (l *Ledger) flushSQLite(ctx context.Context, items []*groupItem) {
+	err := l.inTx(ctx, func(u *unit) error {
+		for _, it := range items {
+			res, err := l.apply(ctx, u, it.p, it.in)
+			if err != nil {
+				return err
+			}
+			it.res = res
+		}
+		return nil
+	})
+	for _, it := range items {
+		it.err, it.written = err, err == nil
+	}
+}
+
+// newAction is the change that creates the action for an intent if its key
+// is new, or nil if the intent would be refused anyway.
+func newAction(p Principal, in *EntryInput, now time.Time) *change {
+	actor := actorOf(p, in)
+	pl := firstEntry(p.Namespace, in, actor.Name, now)
+	if pl.record == nil {
+		return nil
+	}
+	return newChange(nil, pl, actor, in, now)
+}
+
+// created answers an intent whose action ch created.
+func created(in *EntryInput, ch *change) EntryResult {
+	act := ch.next.clone()
+	act.Version, act.entrySeq = 1, 1
+	e := ch.entry
+	e.Seq = 1
+	res := EntryResult{Key: in.Key, Type: in.Type, Outcome: OutcomeProceed, Entry: &e}
+	return res.withAction(act)
+}
+
+func actorOf(p Principal, in *EntryInput) Actor {
+	actor := Actor{Kind: "agent", Name: p.Name}
+	if in.Agent != nil && *in.Agent != "" {
+		actor.Name = *in.Agent
+	}
+	return actor
+}
+
+func newChange(prev *Action, pl plan, actor Actor, in *EntryInput, now time.Time) *change {
+	return &change{prev: prev, next: pl.next, events: pl.events, entry: Entry{
+		ID: newID(), Type: pl.record.typ, Actor: actor, Attempt: pl.record.attempt,
+		Payload: marshalPayload(pl.record.payload), OccurredAt: utcPtr(in.OccurredAt), RecordedAt: now,
+	}}
 }
 
 // inTx runs fn in one write transaction and wakes the dispatcher after the
@@ -123,13 +281,24 @@ func (l *Ledger) inTx(ctx context.Context, fn func(*unit) error) error {
 	return nil
 }
 
+// inTxRetry is inTx, run again when PostgreSQL aborted the transaction to
+// break a deadlock. Batches lock actions in key order, but the new actions
+// of a batch are created first, in one statement, so two batches that each
+// create a key the other then updates can still wait on each other.
+func (l *Ledger) inTxRetry(ctx context.Context, fn func(*unit) error) error {
+	for try := 1; ; try++ {
+		err := l.inTx(ctx, fn)
+		var pgErr *pgconn.PgError
+		if try == 3 || !errors.As(err, &pgErr) || pgErr.Code != "40P01" {
+			return err
+		}
+	}
+}
+
 // apply decides and records one valid entry, deciding again whenever another
 // writer changed the action first.
 func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput) (EntryResult, error) {
-	actor := Actor{Kind: "agent", Name: p.Name}
-	if in.Agent != nil && *in.Agent != "" {
-		actor.Name = *in.Agent
-	}
+	actor := actorOf(p, in)
 	for range maxRaces {
 		act, err := l.actionByKey(ctx, u.r, p.Namespace, in.Key)
 		if err != nil && !errors.Is(err, ErrNotFound) {
@@ -159,11 +328,7 @@ func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput
 		if pl.record == nil {
 			return res.withAction(act), nil
 		}
-		ch := &change{prev: act, next: pl.next, events: pl.events, entry: Entry{
-			ID: newID(), Type: pl.record.typ, Actor: actor, Attempt: pl.record.attempt,
-			Payload: marshalPayload(pl.record.payload), OccurredAt: utcPtr(in.OccurredAt), RecordedAt: now,
-		}}
-		stored, entry, err := l.commitIn(ctx, u, ch)
+		stored, entry, err := l.commitIn(ctx, u, newChange(act, pl, actor, in, now))
 		if errors.Is(err, errLostRace) {
 			continue
 		}

@@ -1,11 +1,12 @@
 package services
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // encoding/json matches field names case-insensitively and lets a repeated
@@ -39,29 +40,68 @@ func fieldNames(v any) map[string]bool {
 // the json names of v's fields, or that repeats a name. Objects that are not
 // well-formed are left to the decoder to describe.
 func CheckFields(raw []byte, v any) error {
-	allowed := fieldNames(v)
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	if !json.Valid(raw) {
 		return nil
 	}
-	seen := make(map[string]bool, 8)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		name, _ := tok.(string)
-		if !allowed[name] {
-			return Errorf(CodeInvalid, "unknown field %q", name)
-		}
-		if seen[name] {
-			return Errorf(CodeInvalid, "field %q appears more than once", name)
-		}
-		seen[name] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return nil
+	return checkNames(raw, fieldNames(v))
+}
+
+// checkNames is CheckFields on a text known to be well-formed JSON. It reads
+// only the top level's names, without decoding anything.
+func checkNames(raw []byte, allowed map[string]bool) error {
+	i := 0
+	for i < len(raw) && isSpace(raw[i]) {
+		i++
+	}
+	if i == len(raw) || raw[i] != '{' {
+		return nil
+	}
+	var seenBuf [16]string
+	seen := seenBuf[:0]
+	depth, wantName := 0, false
+	for ; i < len(raw); i++ {
+		switch raw[i] {
+		case '{', '[':
+			depth++
+			wantName = depth == 1
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return nil
+			}
+		case ',':
+			wantName = depth == 1
+		case '"':
+			start := i
+			escaped := false
+			for i++; raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					escaped = true
+					i++
+				}
+			}
+			if !wantName {
+				continue
+			}
+			wantName = false
+			name := string(raw[start+1 : i])
+			if escaped || !utf8.ValidString(name) {
+				// Decoded as encoding/json would: escapes resolved,
+				// invalid UTF-8 replaced.
+				if err := json.Unmarshal(raw[start:i+1], &name); err != nil {
+					return nil
+				}
+			}
+			if !allowed[name] {
+				return Errorf(CodeInvalid, "unknown field %q", name)
+			}
+			if slices.Contains(seen, name) {
+				return Errorf(CodeInvalid, "field %q appears more than once", name)
+			}
+			seen = append(seen, name)
 		}
 	}
 	return nil
 }
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
