@@ -289,30 +289,23 @@ func (l *Ledger) updateSQLite(ctx context.Context, tx dbtx, ch *change) (*Action
 }
 
 // sqliteTx runs fn in a write transaction on the single writer connection,
-// or, inside a unit's transaction, in a savepoint, so that a change that
-// fails or loses its race leaves the rest of the batch as it was.
+// or within the unit's transaction. A change that loses its race has
+// written nothing (its compare-and-set is its first write), and any other
+// failure ends the whole unit, so no savepoint is needed to keep the rest of
+// a batch as it was.
 func (l *Ledger) sqliteTx(ctx context.Context, u *unit, fn func(dbtx) error) error {
 	if u.inTx {
-		if _, err := u.w.ExecContext(ctx, "SAVEPOINT change"); err != nil {
-			return dbError("ledger: savepoint", err)
-		}
-		if err := fn(u.w); err != nil {
-			if _, rerr := u.w.ExecContext(ctx, "ROLLBACK TO change"); rerr != nil {
-				return dbError("ledger: roll back to savepoint", rerr)
-			}
-			if errors.Is(err, errLostRace) {
-				return err
-			}
+		err := fn(u.w)
+		if err != nil && !errors.Is(err, errLostRace) {
 			return dbError("ledger: write", err)
 		}
-		_, err := u.w.ExecContext(ctx, "RELEASE change")
-		return dbErrorOrNil("ledger: release savepoint", err)
+		return err
 	}
-	tx, err := l.st.wsq.BeginTx(ctx, nil)
+	tx, err := l.st.beginWrite(ctx)
 	if err != nil {
 		return dbError("ledger: begin", err)
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(l.st.writeTx(tx)); err != nil {
 		tx.Rollback()
 		if errors.Is(err, errLostRace) {
 			return err
@@ -367,11 +360,31 @@ WITH v AS (
 )
 SELECT id FROM a`
 
-// insertIntentsPostgres writes the first entries of new actions (changes
-// made by firstEntry) in one statement and reports which were written. Of
-// several changes for one key only the first is tried; the others, like
-// those whose key already existed, come back unwritten.
-func (l *Ledger) insertIntentsPostgres(ctx context.Context, db dbtx, chs []*change) ([]bool, error) {
+// insertIntents writes the first entries of new actions (changes made by
+// firstEntry) together and reports which were written: on PostgreSQL in one
+// statement, on SQLite in two (the actions, then the entries of those
+// created). Of several changes for one key only the first is tried; the
+// others, like those whose key already existed, come back unwritten.
+func (l *Ledger) insertIntents(ctx context.Context, db dbtx, chs []*change) ([]bool, error) {
+	order := firstPerKey(chs)
+	var (
+		written []bool
+		err     error
+	)
+	if l.st.Dialect == Postgres {
+		written, err = l.insertIntentsPostgres(ctx, db, chs, order)
+	} else {
+		written, err = l.insertIntentsSQLite(ctx, db, chs, order)
+	}
+	if err != nil {
+		return nil, dbError("ledger: create actions", err)
+	}
+	return written, nil
+}
+
+// firstPerKey returns the indexes of the first change for each key, in
+// (namespace, key) order, the order in which writers lock keys.
+func firstPerKey(chs []*change) []int {
 	order := make([]int, len(chs))
 	for i := range order {
 		order[i] = i
@@ -380,7 +393,13 @@ func (l *Ledger) insertIntentsPostgres(ctx context.Context, db dbtx, chs []*chan
 		x, y := chs[a].next, chs[b].next
 		return cmp.Or(strings.Compare(x.Namespace, y.Namespace), strings.Compare(x.Key, y.Key))
 	})
-	n := len(chs)
+	return slices.CompactFunc(order, func(a, b int) bool {
+		return chs[a].next.Namespace == chs[b].next.Namespace && chs[a].next.Key == chs[b].next.Key
+	})
+}
+
+func (l *Ledger) insertIntentsPostgres(ctx context.Context, db dbtx, chs []*change, order []int) ([]bool, error) {
+	n := len(order)
 	var (
 		ids, nss, keys, tools, effects = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 		leases, created, occurred      = make([]*time.Time, 0, n), make([]time.Time, 0, n), make([]*time.Time, 0, n)
@@ -389,13 +408,8 @@ func (l *Ledger) insertIntentsPostgres(ctx context.Context, db dbtx, chs []*chan
 		actors, payloads               = make([]string, 0, n), make([]string, 0, n)
 		byID                           = make(map[string]int, n)
 	)
-	for k, i := range order {
+	for _, i := range order {
 		a, e := chs[i].next, &chs[i].entry
-		if k > 0 {
-			if p := chs[order[k-1]].next; p.Namespace == a.Namespace && p.Key == a.Key {
-				continue
-			}
-		}
 		byID[a.ID] = i
 		ids, nss, keys, tools, effects = append(ids, a.ID), append(nss, a.Namespace), append(keys, a.Key),
 			append(tools, a.Tool), append(effects, a.Effect)
@@ -408,19 +422,76 @@ func (l *Ledger) insertIntentsPostgres(ctx context.Context, db dbtx, chs []*chan
 	rows, err := db.QueryContext(ctx, pgInsertIntents, ids, nss, keys, tools, effects, leases, refs, agents,
 		runs, fps, params, created, entryIDs, actors, payloads, occurred)
 	if err != nil {
-		return nil, dbError("ledger: create actions", err)
+		return nil, err
 	}
+	return writtenIDs(rows, byID, len(chs))
+}
+
+// writtenIDs reads the ids a multi-row insert returned and marks their
+// changes written.
+func writtenIDs(rows *sql.Rows, byID map[string]int, n int) ([]bool, error) {
 	defer rows.Close()
 	written := make([]bool, n)
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
-			return nil, dbError("ledger: create actions", err)
+			return nil, err
 		}
 		written[byID[id]] = true
 	}
-	if err := rows.Err(); err != nil {
-		return nil, dbError("ledger: create actions", err)
+	return written, rows.Err()
+}
+
+// insertIntentsSQLite runs in a transaction on the writer connection, which
+// no other writer can interleave with.
+func (l *Ledger) insertIntentsSQLite(ctx context.Context, db dbtx, chs []*change, order []int) ([]bool, error) {
+	if p, ok := db.(preparedTx); ok {
+		db = p.tx // a statement per number of rows is not worth keeping prepared
+	}
+	const actionCols = 15
+	var q strings.Builder
+	q.WriteString(`INSERT INTO actions (id, namespace, key, tool, effect, status, attempt, version,
+		lease_until, reference, agent, run_id, fingerprint, params, result, external_ref, retriable,
+		entry_seq, created_at, updated_at) VALUES `)
+	args := make([]any, 0, actionCols*len(order))
+	byID := make(map[string]int, len(order))
+	for k, i := range order {
+		if k > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, NULL, NULL, false, 1, ?, ?)")
+		n := chs[i].next
+		byID[n.ID] = i
+		args = append(args, n.ID, n.Namespace, n.Key, n.Tool, n.Effect, n.Status, n.Attempt, n.LeaseUntil,
+			n.Reference, n.Agent, n.runID, n.fingerprint, l.jsonArg(n.Params), n.CreatedAt, n.CreatedAt)
+	}
+	q.WriteString(" ON CONFLICT (namespace, key) DO NOTHING RETURNING id")
+	rows, err := db.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return nil, err
+	}
+	written, err := writtenIDs(rows, byID, len(chs))
+	if err != nil {
+		return nil, err
+	}
+	q.Reset()
+	q.WriteString(`INSERT INTO entries (id, action_id, namespace, seq, type, actor_kind, actor_name,
+		attempt, payload, occurred_at, recorded_at) VALUES `)
+	args = args[:0]
+	for _, i := range order {
+		if !written[i] {
+			continue
+		}
+		if len(args) > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)")
+		args = append(args, l.entryArgs(chs[i], chs[i].next.ID, chs[i].next.Namespace)...)
+	}
+	if len(args) > 0 {
+		if _, err := db.ExecContext(ctx, q.String(), args...); err != nil {
+			return nil, err
+		}
 	}
 	return written, nil
 }

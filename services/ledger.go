@@ -1,6 +1,7 @@
 package services
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -97,59 +98,73 @@ func (l *Ledger) Submit(ctx context.Context, p Principal, raws [][]byte) ([]Entr
 		out[valid[0]] = res
 		return out, nil
 	}
-	slices.SortStableFunc(valid, func(a, b int) int { return strings.Compare(ins[a].Key, ins[b].Key) })
-	err := l.inTxRetry(ctx, func(u *unit) error {
-		done := make([]bool, len(raws))
-		if l.st.Dialect == Postgres {
-			if err := l.createMany(ctx, u, p, ins, valid, out, done); err != nil {
-				return err
-			}
-		}
-		for _, i := range valid {
-			if done[i] {
-				continue
-			}
-			res, err := l.apply(ctx, u, p, ins[i])
-			if err != nil {
-				return err
-			}
-			out[i] = res
-		}
-		return nil
-	})
-	if err != nil {
+	items := make([]*groupItem, len(valid))
+	for k, i := range valid {
+		items[k] = &groupItem{p: p, in: ins[i]}
+	}
+	if err := l.inTxRetry(ctx, func(u *unit) error { return l.applyAll(ctx, u, items) }); err != nil {
 		return nil, err
+	}
+	for k, i := range valid {
+		out[i] = items[k].res
 	}
 	return out, nil
 }
 
-// createMany writes, in one statement, the intents of a batch that are the
-// first entry sent for their key, as if each key were new: those whose key
-// did not exist get their answer in out and are marked done; the rest of
-// the batch is decided entry by entry.
-func (l *Ledger) createMany(ctx context.Context, u *unit, p Principal, ins []*EntryInput, valid []int, out []EntryResult, done []bool) error {
+// applyAll decides and records entries in one unit. Intents that are the
+// first entry sent for their key are written first, together, as if their
+// key were new; the others, and those whose key existed, are then decided
+// one by one on the stored action. Entries are taken in (namespace, key)
+// order, stably, so concurrent units lock actions in the same order and
+// entries for one key are applied in the order sent.
+func (l *Ledger) applyAll(ctx context.Context, u *unit, items []*groupItem) error {
+	order := make([]int, len(items))
+	for i := range order {
+		order[i] = i
+		items[i].written = false
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		x, y := items[a], items[b]
+		return cmp.Or(strings.Compare(x.p.Namespace, y.p.Namespace), strings.Compare(x.in.Key, y.in.Key))
+	})
 	now := l.now()
 	var idx []int
 	var chs []*change
-	for k, i := range valid {
-		if ins[i].Type != TypeIntent || (k > 0 && ins[valid[k-1]].Key == ins[i].Key) {
+	for k, i := range order {
+		it := items[i]
+		if it.in.Type != TypeIntent {
 			continue
 		}
-		if ch := newAction(p, ins[i], now); ch != nil {
+		if k > 0 {
+			if prev := items[order[k-1]]; prev.p.Namespace == it.p.Namespace && prev.in.Key == it.in.Key {
+				continue
+			}
+		}
+		if ch := newAction(it.p, it.in, now); ch != nil {
 			idx, chs = append(idx, i), append(chs, ch)
 		}
 	}
-	if len(chs) < 2 {
-		return nil // one statement per entry costs the same
-	}
-	written, err := l.insertIntentsPostgres(ctx, u.w, chs)
-	if err != nil {
-		return err
-	}
-	for k, i := range idx {
-		if written[k] {
-			out[i], done[i] = created(ins[i], chs[k]), true
+	if len(chs) > 0 {
+		written, err := l.insertIntents(ctx, u.w, chs)
+		if err != nil {
+			return err
 		}
+		for k, i := range idx {
+			if written[k] {
+				items[i].res, items[i].written = created(items[i].in, chs[k]), true
+			}
+		}
+	}
+	for _, i := range order {
+		it := items[i]
+		if it.written {
+			continue
+		}
+		res, err := l.apply(ctx, u, it.p, it.in)
+		if err != nil {
+			return err
+		}
+		it.res, it.written = res, true
 	}
 	return nil
 }
@@ -195,7 +210,7 @@ func (l *Ledger) flushIntentsPostgres(ctx context.Context, items []*groupItem) {
 	for i, it := range items {
 		chs[i] = it.ch
 	}
-	written, err := l.insertIntentsPostgres(ctx, l.st.wsq, chs)
+	written, err := l.insertIntents(ctx, l.st.wsq, chs)
 	for i, it := range items {
 		switch {
 		case err != nil:
@@ -207,20 +222,14 @@ func (l *Ledger) flushIntentsPostgres(ctx context.Context, items []*groupItem) {
 }
 
 // flushSQLite writes a group of entries in one transaction on the writer
-// connection, each in its own savepoint, so they share one commit.
+// connection, so they share one commit.
 func (l *Ledger) flushSQLite(ctx context.Context, items []*groupItem) {
-	err := l.inTx(ctx, func(u *unit) error {
-		for _, it := range items {
-			res, err := l.apply(ctx, u, it.p, it.in)
-			if err != nil {
-				return err
-			}
-			it.res = res
-		}
-		return nil
-	})
+	err := l.inTx(ctx, func(u *unit) error { return l.applyAll(ctx, u, items) })
 	for _, it := range items {
-		it.err, it.written = err, err == nil
+		it.err = err
+		if err != nil {
+			it.written = false
+		}
 	}
 }
 
@@ -263,11 +272,12 @@ func newChange(prev *Action, pl plan, actor Actor, in *EntryInput, now time.Time
 // inTx runs fn in one write transaction and wakes the dispatcher after the
 // commit if fn wrote alerts.
 func (l *Ledger) inTx(ctx context.Context, fn func(*unit) error) error {
-	tx, err := l.st.wsq.BeginTx(ctx, nil)
+	tx, err := l.st.beginWrite(ctx)
 	if err != nil {
 		return dbError("ledger: begin", err)
 	}
-	u := &unit{r: tx, w: tx, inTx: true}
+	w := l.st.writeTx(tx)
+	u := &unit{r: w, w: w, inTx: true}
 	if err := fn(u); err != nil {
 		tx.Rollback()
 		return err
