@@ -301,11 +301,11 @@ func (l *Ledger) sqliteTx(ctx context.Context, u *unit, fn func(dbtx) error) err
 		}
 		return err
 	}
-	tx, err := l.st.beginWrite(ctx)
+	tx, err := l.st.wsq.BeginTx(ctx, nil)
 	if err != nil {
 		return dbError("ledger: begin", err)
 	}
-	if err := fn(l.st.writeTx(tx)); err != nil {
+	if err := fn(tx); err != nil {
 		tx.Rollback()
 		if errors.Is(err, errLostRace) {
 			return err
@@ -445,9 +445,6 @@ func writtenIDs(rows *sql.Rows, byID map[string]int, n int) ([]bool, error) {
 // insertIntentsSQLite runs in a transaction on the writer connection, which
 // no other writer can interleave with.
 func (l *Ledger) insertIntentsSQLite(ctx context.Context, db dbtx, chs []*change, order []int) ([]bool, error) {
-	if p, ok := db.(preparedTx); ok {
-		db = p.tx // a statement per number of rows is not worth keeping prepared
-	}
 	const actionCols = 15
 	var q strings.Builder
 	q.WriteString(`INSERT INTO actions (id, namespace, key, tool, effect, status, attempt, version,

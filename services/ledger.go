@@ -272,12 +272,11 @@ func newChange(prev *Action, pl plan, actor Actor, in *EntryInput, now time.Time
 // inTx runs fn in one write transaction and wakes the dispatcher after the
 // commit if fn wrote alerts.
 func (l *Ledger) inTx(ctx context.Context, fn func(*unit) error) error {
-	tx, err := l.st.beginWrite(ctx)
+	tx, err := l.st.wsq.BeginTx(ctx, nil)
 	if err != nil {
 		return dbError("ledger: begin", err)
 	}
-	w := l.st.writeTx(tx)
-	u := &unit{r: w, w: w, inTx: true}
+	u := &unit{r: tx, w: tx, inTx: true}
 	if err := fn(u); err != nil {
 		tx.Rollback()
 		return err

@@ -52,7 +52,6 @@ type Store struct {
 	authOnce sync.Once
 	auth     *authCache
 	tracer   *queryTracer // PostgreSQL only
-	stmts    stmtCache    // SQLite writer only
 }
 
 // Open connects to the database named by rawURL ("postgres://…",
@@ -112,7 +111,6 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		rsq, _ := rdb.DB()
 		rsq.SetMaxOpenConns(8)
 		s := &Store{Dialect: SQLite, Where: "sqlite:" + path, db: rdb, wdb: wdb, rsq: rsq, wsq: wsq}
-		s.stmts.db = wsq
 		if err := s.Ping(ctx); err != nil {
 			s.Close()
 			return nil, err
@@ -161,7 +159,6 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close releases every connection.
 func (s *Store) Close() error {
-	s.stmts.close()
 	err := s.wsq.Close()
 	if s.rsq != s.wsq {
 		err = errors.Join(err, s.rsq.Close())
