@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // change is one state change of an action: the entry to append and, unless
@@ -419,8 +420,13 @@ func (l *Ledger) insertIntentsPostgres(ctx context.Context, db dbtx, chs []*chan
 		entryIDs, actors, payloads, occurred = append(entryIDs, e.ID), append(actors, e.Actor.Name),
 			append(payloads, string(e.Payload)), append(occurred, e.OccurredAt)
 	}
-	rows, err := db.QueryContext(ctx, pgInsertIntents, ids, nss, keys, tools, effects, leases, refs, agents,
-		runs, fps, params, created, entryIDs, actors, payloads, occurred)
+	// FlatArray spares pgx finding each slice's element type by reflection.
+	type strs = pgtype.FlatArray[string]
+	type opt = pgtype.FlatArray[*string]
+	rows, err := db.QueryContext(ctx, pgInsertIntents, strs(ids), strs(nss), strs(keys), strs(tools),
+		strs(effects), pgtype.FlatArray[*time.Time](leases), opt(refs), opt(agents), opt(runs), strs(fps),
+		strs(params), pgtype.FlatArray[time.Time](created), strs(entryIDs), strs(actors), strs(payloads),
+		pgtype.FlatArray[*time.Time](occurred))
 	if err != nil {
 		return nil, err
 	}
