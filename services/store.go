@@ -69,7 +69,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		}
 		tracer := &queryTracer{}
 		pgcfg.Tracer = tracer
-		sqldb := stdlib.OpenDB(*pgcfg)
+		sqldb := stdlib.OpenDB(*pgcfg, stdlib.OptionAfterConnect(registerTypes))
 		sqldb.SetMaxOpenConns(32)
 		sqldb.SetMaxIdleConns(32)
 		sqldb.SetConnMaxIdleTime(5 * time.Minute)
