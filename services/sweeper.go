@@ -2,7 +2,6 @@ package services
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -12,34 +11,39 @@ import (
 const SweepBatch = 500
 
 // Sweep times out in-progress actions whose lease has passed, in bounded
-// batches, until none is left. Each action is timed out through commit, so
+// batches, until none is left, and returns how many it timed out. Each batch
+// is written as one set (commitSet: one statement on PostgreSQL, one
+// transaction on SQLite), each action conditional on the version read, so
 // with several processes on one database each lease is timed out exactly
-// once: the loser of a race finds the version changed and skips it.
+// once: the loser of a race finds the version changed and skips the action.
 func (l *Ledger) Sweep(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		now := l.now()
-		due, err := l.dueActions(ctx, now)
+		due, err := l.dueActions(ctx, l.now())
 		if err != nil {
 			return total, err
 		}
+		// The entries and alerts are stamped when the batch is written.
+		now := l.now()
+		chs := make([]*change, 0, len(due))
 		for _, a := range due {
 			pl := expire(&step{now: now, act: a})
 			if pl.next == nil {
 				continue
 			}
-			ch := &change{prev: a, next: pl.next, events: pl.events, entry: Entry{
+			chs = append(chs, &change{prev: a, next: pl.next, events: pl.events, entry: Entry{
 				ID: newID(), Type: pl.record.typ, Actor: Actor{Kind: "system", Name: "sweeper"},
 				Attempt: pl.record.attempt, Payload: marshalPayload(pl.record.payload), RecordedAt: now,
-			}}
-			_, _, err := l.commit(ctx, ch)
-			if errors.Is(err, errLostRace) {
-				continue
-			}
-			if err != nil {
-				return total, err
-			}
-			total++
+			}})
+		}
+		u := l.single()
+		done, err := l.commitSet(ctx, u, chs)
+		if err != nil {
+			return total, err
+		}
+		total += len(done)
+		if u.alerted {
+			l.wakeDispatcher()
 		}
 		if len(due) < SweepBatch {
 			return total, nil
