@@ -2,8 +2,11 @@ package services
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -45,7 +48,7 @@ func (l *Ledger) commitSet(ctx context.Context, u *unit, chs []*change) ([]*chan
 		err  error
 	)
 	if l.st.Dialect == Postgres {
-		done, err = l.updateSetPostgres(ctx, u.w, chs)
+		done, err = l.updateSetPostgres(ctx, u, chs)
 	} else {
 		done, err = l.updateSetSQLite(ctx, u, chs)
 	}
@@ -60,42 +63,46 @@ func (l *Ledger) commitSet(ctx context.Context, u *unit, chs []*change) ([]*chan
 	return done, nil
 }
 
-// pgUpdateSet is pgUpdateWithOutbox for many actions: the new states, the
-// entries and the alerts come in as parallel arrays. The changed rows are
-// locked in id order first, so two sets that share actions wait for each
-// other instead of deadlocking; a row that another writer changed meanwhile
-// no longer has the version read and drops out, with its entry and alerts.
+// pgUpdateSet is pgUpdateWithOutbox for many actions: the new states and
+// the entries come in as parallel arrays sorted by id, each action's alerts
+// as one JSON array. Only a row that still has the version read is updated:
+// one that another writer changed meanwhile drops out, with its entry and
+// alerts. The update returns what the inserts need, so nothing is joined
+// again.
+//
+// The conditions are written "x = ANY(ARRAY[y])", not "x = y", so that they
+// are not join clauses the planner can hash or merge: it then has to walk
+// the arrays and find each row by primary key, in the arrays' order. With
+// plain equalities it hashes the arrays and scans every action whenever its
+// estimates make that look cheaper (a few hundred ids, fewer than a few
+// hundred thousand actions, or no statistics yet), which is slower at any
+// size and locks rows in no particular order. In the arrays' order, two sets
+// that share actions lock them in the same order and wait for each other
+// instead of deadlocking.
 const pgUpdateSet = `
-WITH v AS (
-	SELECT v.id::uuid AS id, v.version, v.status, v.attempt, v.new_version, v.lease_until, v.result::jsonb AS result,
-		v.external_ref, v.retriable, v.updated_at, v.entry_id::uuid AS entry_id, v.entry_type, v.actor_kind,
-		v.actor_name, v.entry_attempt, v.payload::jsonb AS payload, v.occurred_at, v.recorded_at
+WITH a AS (
+	UPDATE actions a SET status = v.status, attempt = v.attempt, version = v.new_version,
+		lease_until = v.lease_until, result = v.result::jsonb, external_ref = v.external_ref,
+		retriable = v.retriable, updated_at = v.updated_at, entry_seq = a.entry_seq + 1
 	FROM unnest($1::text[], $2::int[], $3::text[], $4::int[], $5::int[], $6::timestamptz[], $7::text[],
 		$8::text[], $9::bool[], $10::timestamptz[], $11::text[], $12::text[], $13::text[], $14::text[],
-		$15::int[], $16::text[], $17::timestamptz[], $18::timestamptz[])
+		$15::int[], $16::text[], $17::timestamptz[], $18::timestamptz[], $19::text[])
 		AS v(id, version, status, attempt, new_version, lease_until, result, external_ref, retriable, updated_at,
-			entry_id, entry_type, actor_kind, actor_name, entry_attempt, payload, occurred_at, recorded_at)
-), k AS (
-	SELECT a.id FROM actions a JOIN v ON a.id = v.id AND a.version = v.version
-	ORDER BY a.id FOR UPDATE OF a
-), a AS (
-	UPDATE actions a SET status = v.status, attempt = v.attempt, version = v.new_version,
-		lease_until = v.lease_until, result = v.result, external_ref = v.external_ref, retriable = v.retriable,
-		updated_at = v.updated_at, entry_seq = a.entry_seq + 1
-	FROM v, k WHERE a.id = k.id AND v.id = k.id AND a.id = v.id AND a.version = v.version
-	RETURNING a.id, a.namespace, a.entry_seq
+			entry_id, entry_type, actor_kind, actor_name, entry_attempt, payload, occurred_at, recorded_at, alerts)
+	WHERE a.id = ANY(ARRAY[v.id::uuid]) AND a.version = ANY(ARRAY[v.version])
+	RETURNING a.id, a.namespace, a.entry_seq, v.entry_id, v.entry_type, v.actor_kind, v.actor_name,
+		v.entry_attempt, v.payload, v.occurred_at, v.recorded_at, v.alerts
 ), e AS (
 	INSERT INTO entries (id, action_id, namespace, seq, type, actor_kind, actor_name, attempt, payload,
 		occurred_at, recorded_at)
-	SELECT v.entry_id, a.id, a.namespace, a.entry_seq, v.entry_type, v.actor_kind, v.actor_name,
-		v.entry_attempt, v.payload, v.occurred_at, v.recorded_at
-	FROM a JOIN v ON v.id = a.id
+	SELECT a.entry_id::uuid, a.id, a.namespace, a.entry_seq, a.entry_type, a.actor_kind, a.actor_name,
+		a.entry_attempt, a.payload::jsonb, a.occurred_at, a.recorded_at
+	FROM a
 ), m AS (
 	INSERT INTO webhook_messages (id, event_type, namespace, action_id, payload, created_at)
-	SELECT ev.id::uuid, ev.type, a.namespace, a.id,
-		jsonb_set(ev.payload::jsonb, '{data,entry,seq}', to_jsonb(a.entry_seq)), ev.created_at
-	FROM a JOIN unnest($19::text[], $20::text[], $21::text[], $22::text[], $23::timestamptz[])
-		AS ev(action_id, id, type, payload, created_at) ON ev.action_id::uuid = a.id
+	SELECT ev.id, ev.type, a.namespace, a.id, jsonb_set(ev.payload, '{data,entry,seq}', to_jsonb(a.entry_seq)),
+		a.recorded_at
+	FROM a, jsonb_to_recordset(a.alerts::jsonb) AS ev(id uuid, type text, payload jsonb)
 	RETURNING id, event_type, namespace, created_at
 ), d AS (
 	INSERT INTO webhook_deliveries (id, message_id, endpoint_id, state, attempts, next_attempt_at, created_at, updated_at)
@@ -105,25 +112,26 @@ WITH v AS (
 )
 SELECT id::text FROM a`
 
-// updateSetPostgres writes the set in one statement (pgUpdateSet). A
-// deadlock with a writer that locks rows in another order aborts the whole
-// statement, which is then retried as it was: it is conditional throughout.
-func (l *Ledger) updateSetPostgres(ctx context.Context, db dbtx, chs []*change) ([]*change, error) {
+// updateSetPostgres writes the set in one statement (pgUpdateSet). Standing
+// alone, a deadlock with a writer that locks rows in another order (a batch
+// of entries in one transaction) aborts the whole statement, which is then
+// retried as it was: it is conditional throughout.
+func (l *Ledger) updateSetPostgres(ctx context.Context, u *unit, chs []*change) ([]*change, error) {
 	k := len(chs)
 	var (
 		ids, statuses, entryIDs, entryTypes, actorKinds, actorNames, payloads = make([]string, k),
 			make([]string, k), make([]string, k), make([]string, k), make([]string, k), make([]string, k), make([]string, k)
 		versions, attempts, newVersions = make([]int, k), make([]int, k), make([]int, k)
 		leases, occurred                = make([]*time.Time, k), make([]*time.Time, k)
-		results, externalRefs           = make([]*string, k), make([]*string, k)
+		results, externalRefs, alerts   = make([]*string, k), make([]*string, k), make([]*string, k)
 		retriable                       = make([]bool, k)
 		updatedAt, recordedAt           = make([]time.Time, k), make([]time.Time, k)
 		entryAttempts                   = make([]*int, k)
-		msgActions, msgIDs, msgTypes    []string
-		msgPayloads                     []string
-		msgAt                           []time.Time
 	)
-	for i, ch := range chs {
+	// Every set locks its rows in id order.
+	sorted := slices.Clone(chs)
+	slices.SortFunc(sorted, func(a, b *change) int { return strings.Compare(a.prev.ID, b.prev.ID) })
+	for i, ch := range sorted {
 		n := nextState(ch)
 		e := &ch.entry
 		ids[i], versions[i], statuses[i], attempts[i], newVersions[i] = n.ID, ch.prev.Version, string(n.Status), n.Attempt, n.Version
@@ -134,36 +142,60 @@ func (l *Ledger) updateSetPostgres(ctx context.Context, db dbtx, chs []*change) 
 		}
 		entryIDs[i], entryTypes[i], actorKinds[i], actorNames[i] = e.ID, e.Type, e.Actor.Kind, e.Actor.Name
 		entryAttempts[i], payloads[i], occurred[i], recordedAt[i] = e.Attempt, string(e.Payload), e.OccurredAt, e.RecordedAt
-		for _, m := range outboxFor(ch, n) {
-			msgActions, msgIDs, msgTypes = append(msgActions, n.ID), append(msgIDs, m.ID), append(msgTypes, m.Type)
-			msgPayloads, msgAt = append(msgPayloads, string(m.Payload)), append(msgAt, e.RecordedAt)
+		if msgs := outboxFor(ch, n); len(msgs) > 0 {
+			s := alertsJSON(msgs)
+			alerts[i] = &s
 		}
 	}
 	args := []any{ids, versions, statuses, attempts, newVersions, leases, results, externalRefs, retriable, updatedAt,
-		entryIDs, entryTypes, actorKinds, actorNames, entryAttempts, payloads, occurred, recordedAt,
-		msgActions, msgIDs, msgTypes, msgPayloads, msgAt}
+		entryIDs, entryTypes, actorKinds, actorNames, entryAttempts, payloads, occurred, recordedAt, alerts}
+	var updated map[string]bool
 	for try := 1; ; try++ {
-		updated, err := l.runUpdateSet(ctx, db, args)
+		var err error
+		updated, err = runUpdateSet(ctx, u.w, args)
 		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "40P01" && try < 5 && ctx.Err() == nil {
+		if !u.inTx && errors.As(err, &pgErr) && pgErr.Code == "40P01" && try < 5 && ctx.Err() == nil {
 			continue
 		}
 		if err != nil {
 			return nil, dbError("ledger: update actions", err)
 		}
-		done := make([]*change, 0, len(updated))
-		for _, ch := range chs {
-			if updated[ch.prev.ID] {
-				done = append(done, ch)
-			}
-		}
-		return done, nil
+		break
 	}
+	done := make([]*change, 0, len(updated))
+	for _, ch := range chs {
+		if updated[ch.prev.ID] {
+			done = append(done, ch)
+		}
+	}
+	return done, nil
+}
+
+// alertsJSON is the JSON array of a change's alerts that pgUpdateSet reads
+// with jsonb_to_recordset; the payloads are already JSON.
+func alertsJSON(msgs []outboxMessage) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, m := range msgs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"id":"`)
+		b.WriteString(m.ID)
+		b.WriteString(`","type":`)
+		typ, _ := json.Marshal(m.Type)
+		b.Write(typ)
+		b.WriteString(`,"payload":`)
+		b.Write(m.Payload)
+		b.WriteByte('}')
+	}
+	b.WriteByte(']')
+	return b.String()
 }
 
 // runUpdateSet runs pgUpdateSet and returns the ids of the actions it
 // updated.
-func (l *Ledger) runUpdateSet(ctx context.Context, db dbtx, args []any) (map[string]bool, error) {
+func runUpdateSet(ctx context.Context, db dbtx, args []any) (map[string]bool, error) {
 	rows, err := db.QueryContext(ctx, pgUpdateSet, args...)
 	if err != nil {
 		return nil, err
