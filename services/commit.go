@@ -71,7 +71,7 @@ func (l *Ledger) wakeDispatcher() {
 // updated (or created) in one statement on PostgreSQL and one transaction on
 // SQLite (or within the unit's transaction), conditional on the version that
 // was read. Every change bumps the action's entry sequence, which also orders
-// the timeline. It is the only code that writes the actions table.
+// the timeline. With commitSet (commit_set.go) it is the only code that writes the actions table.
 func (l *Ledger) commitIn(ctx context.Context, u *unit, ch *change) (*Action, *Entry, error) {
 	var (
 		act *Action

@@ -2,6 +2,8 @@ package services
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -73,4 +75,50 @@ func (s *Store) CountRows(ctx context.Context, table string) (int, error) {
 	var n int
 	err := s.rsq.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&n)
 	return n, err
+}
+
+// TimeOutAsOf times out the given actions as the sweeper does one batch,
+// from these snapshots, without reading them again: an action that changed
+// since its snapshot reaches the writer the way one does that changed
+// between the sweeper's read and its write.
+func (l *Ledger) TimeOutAsOf(ctx context.Context, due []*Action) (int, error) {
+	return l.timeOut(ctx, due)
+}
+
+// MessageEntrySeqs returns data.entry.seq of every outbox message about an
+// action.
+func (s *Store) MessageEntrySeqs(ctx context.Context, actionID string) ([]int, error) {
+	rows, err := s.rsq.QueryContext(ctx, s.rebind(`SELECT payload FROM webhook_messages
+		WHERE CAST(action_id AS text) = $1`), actionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var raw []byte
+		if err := rows.Scan(&raw); err != nil {
+			return nil, err
+		}
+		var body MessageBody
+		if err := json.Unmarshal(raw, &body); err != nil {
+			return nil, err
+		}
+		if body.Data.Entry == nil {
+			return nil, fmt.Errorf("message about %s has no entry", actionID)
+		}
+		out = append(out, body.Data.Entry.Seq)
+	}
+	return out, rows.Err()
+}
+
+// ReadDueActions runs the sweeper's read of due leases, the first batch's
+// and a later batch's (after a lease at now), for tests of its query plan.
+func (l *Ledger) ReadDueActions(ctx context.Context) error {
+	now := l.now()
+	if _, err := l.dueActions(ctx, now, nil); err != nil {
+		return err
+	}
+	_, err := l.dueActions(ctx, now, &Action{ID: "00000000-0000-7000-8000-000000000000", LeaseUntil: &now})
+	return err
 }

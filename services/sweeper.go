@@ -2,55 +2,124 @@ package services
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // SweepBatch bounds the actions one sweep round times out.
 const SweepBatch = 500
 
-// Sweep times out in-progress actions whose lease has passed, in bounded
-// batches, until none is left. Each action is timed out through commit, so
-// with several processes on one database each lease is timed out exactly
-// once: the loser of a race finds the version changed and skips it.
+// sweepInFlight is how many batches Sweep writes at once, each on its own
+// connection, while it reads the next one.
+const sweepInFlight = 2
+
+// Sweep times out in-progress actions whose lease has passed, in batches of
+// at most SweepBatch, until none is left, and returns how many it timed out.
+// Each batch is written as one set (commitSet: one statement on PostgreSQL,
+// one transaction on SQLite), each action conditional on the version read,
+// so with several processes on one database each lease is timed out exactly
+// once: the loser of a race finds the version changed and skips the action.
+// Batches are read in lease order, each after the last one read, so a batch
+// still being written is not read again; an action skipped because it lost
+// a race and is still due is taken by the next sweep.
 func (l *Ledger) Sweep(ctx context.Context) (int, error) {
-	total := 0
-	for {
-		now := l.now()
-		due, err := l.dueActions(ctx, now)
-		if err != nil {
-			return total, err
-		}
-		for _, a := range due {
-			pl := expire(&step{now: now, act: a})
-			if pl.next == nil {
-				continue
-			}
-			ch := &change{prev: a, next: pl.next, events: pl.events, entry: Entry{
-				ID: newID(), Type: pl.record.typ, Actor: Actor{Kind: "system", Name: "sweeper"},
-				Attempt: pl.record.attempt, Payload: marshalPayload(pl.record.payload), RecordedAt: now,
-			}}
-			_, _, err := l.commit(ctx, ch)
-			if errors.Is(err, errLostRace) {
-				continue
-			}
-			if err != nil {
-				return total, err
-			}
-			total++
-		}
-		if len(due) < SweepBatch {
-			return total, nil
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		total    atomic.Int64
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstErr == nil {
+			firstErr = err
+			cancel()
 		}
 	}
+	batches := make(chan []*Action)
+	for range sweepInFlight {
+		wg.Go(func() {
+			for due := range batches {
+				if ctx.Err() != nil {
+					continue
+				}
+				n, err := l.timeOut(ctx, due)
+				total.Add(int64(n))
+				if err != nil {
+					fail(err)
+				}
+			}
+		})
+	}
+	var after *Action
+	for {
+		due, err := l.dueActions(ctx, l.now(), after)
+		if err != nil {
+			fail(err)
+			break
+		}
+		if len(due) == 0 {
+			break
+		}
+		select {
+		case batches <- due:
+		case <-ctx.Done():
+		}
+		if len(due) < SweepBatch || ctx.Err() != nil {
+			break
+		}
+		after = due[len(due)-1]
+	}
+	close(batches)
+	wg.Wait()
+	return int(total.Load()), firstErr
 }
 
-func (l *Ledger) dueActions(ctx context.Context, now time.Time) ([]*Action, error) {
-	q := `SELECT ` + actionColumns + ` FROM actions WHERE status = 'in_progress' AND lease_until <= $1
-		ORDER BY lease_until LIMIT ` + fmt.Sprint(SweepBatch)
-	rows, err := l.st.rsq.QueryContext(ctx, l.st.rebind(q), now)
+// timeOut times out a batch of due actions as one set and returns how many
+// it timed out. The state machine decides each change; the entries and
+// alerts are stamped just before the set is written.
+func (l *Ledger) timeOut(ctx context.Context, due []*Action) (int, error) {
+	now := l.now()
+	chs := make([]*change, 0, len(due))
+	for _, a := range due {
+		pl := expire(&step{now: now, act: a})
+		if pl.next == nil {
+			continue
+		}
+		chs = append(chs, &change{prev: a, next: pl.next, events: pl.events, entry: Entry{
+			ID: newID(), Type: pl.record.typ, Actor: Actor{Kind: "system", Name: "sweeper"},
+			Attempt: pl.record.attempt, Payload: marshalPayload(pl.record.payload), RecordedAt: now,
+		}})
+	}
+	u := l.single()
+	done, err := l.commitSet(ctx, u, chs)
+	if err != nil {
+		return 0, err
+	}
+	if u.alerted {
+		l.wakeDispatcher()
+	}
+	return len(done), nil
+}
+
+// dueActions reads up to SweepBatch in-progress actions whose lease passed
+// by now, in lease order (then id), after the action after if it is set.
+// It reads the partial index on live leases.
+func (l *Ledger) dueActions(ctx context.Context, now time.Time, after *Action) ([]*Action, error) {
+	q := `SELECT ` + actionColumns + ` FROM actions WHERE status = 'in_progress' AND lease_until <= $1`
+	args := []any{now}
+	if after != nil && after.LeaseUntil != nil {
+		q += ` AND lease_until >= $2 AND (lease_until > $2 OR id > $3)`
+		args = append(args, *after.LeaseUntil, after.ID)
+	}
+	q += ` ORDER BY lease_until, id LIMIT ` + fmt.Sprint(SweepBatch)
+	rows, err := l.st.rsq.QueryContext(ctx, l.st.rebind(q), args...)
 	if err != nil {
 		return nil, dbError("sweeper: find expired leases", err)
 	}

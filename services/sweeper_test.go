@@ -393,3 +393,144 @@ func mustCount(t *testing.T, st *services.Store, table string) int {
 	require.NoError(t, err)
 	return n
 }
+
+// TestSweepBatchSkipsActionsChangedSinceRead: a batch whose actions changed
+// between the sweeper's read and its write times out only the others. An
+// action whose version moved (a heartbeat, an outcome) is left as the other
+// writer left it, with no timed_out entry and no alert; one that only had an
+// entry appended (a note) is timed out after it. Entries, messages and
+// deliveries exist exactly for the actions timed out, each message naming
+// its entry's seq.
+func TestSweepBatchSkipsActionsChangedSinceRead(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		ctx := context.Background()
+		e := newHookEnv(t, st)
+		ep := e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/hook"})
+		const n = 12
+		keys := make([]string, n)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("k%d", i)
+			require.Equal(t, "proceed", submit(t, e.l, e.agent, intent(IntentOpts{Key: keys[i], Timeout: 60})).Outcome)
+		}
+		e.clock.Advance(time.Second)
+		read := make([]*services.Action, n)
+		for i, k := range keys {
+			read[i] = e.action(t, k)
+		}
+		e.clock.Advance(29 * time.Second)
+		changed := map[string]services.Status{"k1": services.StatusInProgress, "k4": services.StatusSucceeded, "k7": services.StatusFailed}
+		for _, raw := range []string{
+			`{"key":"k1","type":"heartbeat","attempt":1,"timeout":120}`,
+			`{"key":"k4","type":"succeeded","attempt":1}`,
+			`{"key":"k7","type":"failed","attempt":1,"error":"e","retriable":false}`,
+			`{"key":"k9","type":"note","message":"still waiting for the PSP"}`,
+		} {
+			require.Equal(t, "recorded", submit(t, e.l, e.agent, raw).Outcome, raw)
+		}
+		e.clock.Advance(31 * time.Second)
+
+		got, err := e.l.TimeOutAsOf(ctx, read)
+		require.NoError(t, err)
+		require.Equal(t, n-len(changed), got)
+
+		for i, k := range keys {
+			a := e.action(t, k)
+			timedOut, err := st.CountMessages(ctx, a.ID, services.EventTimedOut)
+			require.NoError(t, err)
+			if want, ok := changed[k]; ok {
+				require.Equal(t, want, a.Status, k)
+				require.Equal(t, 2, a.Version, "%s is as the other writer left it", k)
+				require.Zero(t, countEntries(t, st, a.ID, "timed_out"), k)
+				require.Equal(t, 2, countEntries(t, st, a.ID, ""), k)
+				require.Zero(t, timedOut, k)
+				continue
+			}
+			require.Equal(t, services.StatusTimedOut, a.Status, k)
+			require.Equal(t, read[i].Version+1, a.Version, k)
+			es := e.entries(t, a.ID)
+			last := es[len(es)-1]
+			require.Equal(t, "timed_out", last.Type, k)
+			require.Equal(t, 1, countEntries(t, st, a.ID, "timed_out"), k)
+			wantSeq := 2
+			if k == "k9" {
+				wantSeq = 3 // after the note
+			}
+			require.Equal(t, wantSeq, last.Seq, k)
+			require.Len(t, es, wantSeq, k)
+			require.Equal(t, 1, timedOut, k)
+			seqs, err := st.MessageEntrySeqs(ctx, a.ID)
+			require.NoError(t, err)
+			require.Equal(t, []int{wantSeq}, seqs, "%s: the alert names the entry", k)
+		}
+		require.Equal(t, n-len(changed), countEntries(t, st, "", "timed_out"))
+		msgs, err := st.CountMessages(ctx, "", services.EventTimedOut)
+		require.NoError(t, err)
+		require.Equal(t, n-len(changed), msgs)
+		require.Len(t, e.deliveries(t, ep.ID), n-len(changed), "one delivery per alert")
+		require.Equal(t, n-len(changed), mustCount(t, st, "webhook_deliveries"))
+
+		// Writing the same read again times out nothing more.
+		got, err = e.l.TimeOutAsOf(ctx, read)
+		require.NoError(t, err)
+		require.Zero(t, got)
+		require.Equal(t, n-len(changed), countEntries(t, st, "", "timed_out"))
+		// The heartbeat's lease is still live: a sweep leaves it.
+		swept, err := e.l.Sweep(ctx)
+		require.NoError(t, err)
+		require.Zero(t, swept)
+	})
+}
+
+// TestSweepTwoLedgersManyLeases: two ledgers on one database sweep 2,000
+// expired leases at once, several batches each; every lease is timed out
+// exactly once, with exactly one entry and one alert.
+func TestSweepTwoLedgersManyLeases(t *testing.T) {
+	t.Parallel()
+	const expired = 2000
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		ctx := context.Background()
+		c := newClock()
+		e := newHookEnv(t, st)
+		e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/hook"})
+		f := newFixture(t, st, FixtureOpts{Clock: c})
+		seedLeases(t, f, "exp", expired, 60)
+		seedLeases(t, f, "live", 10, 3600)
+		c.Advance(time.Minute)
+
+		var counts [2]int
+		var errs [2]error
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range counts {
+			l, _ := newLedger(st, LedgerOpts{Clock: c})
+			wg.Go(func() {
+				<-start
+				counts[i], errs[i] = l.Sweep(ctx)
+			})
+		}
+		close(start)
+		wg.Wait()
+		require.NoError(t, errs[0])
+		require.NoError(t, errs[1])
+		require.Equal(t, expired, counts[0]+counts[1], "sweep counts %v", counts)
+
+		require.Equal(t, expired, countStatus(t, f, services.StatusTimedOut))
+		require.Equal(t, 10, countStatus(t, f, services.StatusInProgress))
+		require.Equal(t, expired, countEntries(t, st, "", "timed_out"))
+		// Every timed-out action has its intent and a timed_out entry, so
+		// this total leaves exactly two entries each.
+		require.Equal(t, 2*expired+10, countEntries(t, st, "", ""))
+		msgs, err := st.CountMessages(ctx, "", services.EventTimedOut)
+		require.NoError(t, err)
+		require.Equal(t, expired, msgs)
+		require.Equal(t, expired, mustCount(t, st, "webhook_deliveries"))
+		page, err := f.l.List(ctx, f.agent, services.ActionFilter{Statuses: []services.Status{"timed_out"}, Limit: 50})
+		require.NoError(t, err)
+		require.Len(t, page.Actions, 50)
+		for _, a := range page.Actions {
+			require.Equal(t, 2, a.Version, "timed out once")
+			require.Equal(t, 2, countEntries(t, st, a.ID, ""))
+		}
+	})
+}
