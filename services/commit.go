@@ -16,8 +16,9 @@ import (
 )
 
 // change is one state change of an action: the entry to append and, unless
-// next is nil, the action's new state. It is written by commit, the only code
-// that writes the actions table.
+// next is nil, the action's new state. Changes are written by commitIn (one
+// change), insertIntents (new actions, together) and commitSet (changes to
+// many actions, together), the only code that writes the actions table.
 type change struct {
 	prev   *Action // as read; nil when the intent creates the action
 	next   *Action // the new state; nil when only an entry is appended
@@ -71,7 +72,7 @@ func (l *Ledger) wakeDispatcher() {
 // updated (or created) in one statement on PostgreSQL and one transaction on
 // SQLite (or within the unit's transaction), conditional on the version that
 // was read. Every change bumps the action's entry sequence, which also orders
-// the timeline. With commitSet (commit_set.go) it is the only code that writes the actions table.
+// the timeline.
 func (l *Ledger) commitIn(ctx context.Context, u *unit, ch *change) (*Action, *Entry, error) {
 	var (
 		act *Action

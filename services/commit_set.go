@@ -14,8 +14,8 @@ import (
 
 // commitSet writes a set of changes to existing actions at once: on
 // PostgreSQL in one statement, on SQLite in one transaction on the writer
-// connection. With commitIn it is the only code that writes the actions
-// table.
+// connection. With commitIn and insertIntents it is the only code that
+// writes the actions table.
 //
 // Each change is conditional on the version that was read, exactly as in
 // commitIn: a change whose action moved on since it was read is not written
