@@ -171,7 +171,9 @@ SELECT $11, a.id, a.namespace, a.entry_seq, $12, $13, $14, $15, $16, $17, $18 FR
 RETURNING seq`
 
 // pgUpdateWithOutbox is pgUpdate plus the alerts of the change: the messages
-// (with the entry's seq filled in) and one delivery per matching endpoint.
+// (with the entry's seq filled in) and one delivery per matching endpoint. A
+// message no enabled endpoint subscribes to is not written: messages are
+// only ever read through their deliveries.
 const pgUpdateWithOutbox = `
 WITH a AS (
 	UPDATE actions SET status = $3, attempt = $4, version = $5, lease_until = $6, result = $7,
@@ -187,6 +189,8 @@ WITH a AS (
 	INSERT INTO webhook_messages (id, event_type, namespace, action_id, payload, created_at)
 	SELECT ev.id, ev.type, a.namespace, a.id, jsonb_set(ev.payload, '{data,entry,seq}', to_jsonb(a.entry_seq)), $18
 	FROM a, jsonb_to_recordset($19::jsonb) AS ev(id uuid, type text, payload jsonb)
+	WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.enabled AND w.event_types ? ev.type
+		AND (w.namespaces = '[]'::jsonb OR w.namespaces ? a.namespace))
 	RETURNING id, event_type, namespace
 ), d AS (
 	INSERT INTO webhook_deliveries (id, message_id, endpoint_id, state, attempts, next_attempt_at, created_at, updated_at)

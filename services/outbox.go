@@ -89,44 +89,45 @@ func (m outboxMessage) withSeq(seq int) []byte {
 }
 
 // insertMessageSQLite writes one message and its deliveries inside the
-// ledger change's transaction.
+// ledger change's transaction. A message no endpoint subscribes to is not
+// written: nothing would ever read it.
 func insertMessageSQLite(ctx context.Context, tx dbtx, m outboxMessage, act *Action, seq int, now time.Time) error {
+	endpoints, err := subscribersSQLite(ctx, tx, m.Type, act.Namespace)
+	if err != nil || len(endpoints) == 0 {
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_messages (id, event_type, namespace, action_id, payload,
 		created_at) VALUES (?, ?, ?, ?, ?, ?)`, m.ID, m.Type, act.Namespace, act.ID, string(m.withSeq(seq)), now); err != nil {
-		return err
-	}
-	return fanOutSQLite(ctx, tx, m.ID, m.Type, act.Namespace, now)
-}
-
-// fanOutSQLite creates one pending delivery per enabled endpoint that
-// subscribes to the event type and the namespace.
-func fanOutSQLite(ctx context.Context, tx dbtx, messageID, eventType, namespace string, now time.Time) error {
-	rows, err := tx.QueryContext(ctx, `SELECT id FROM webhook_endpoints w WHERE w.enabled
-		AND EXISTS (SELECT 1 FROM json_each(w.event_types) WHERE value = ?)
-		AND (json_array_length(w.namespaces) = 0 OR EXISTS (SELECT 1 FROM json_each(w.namespaces) WHERE value = ?))`,
-		eventType, namespace)
-	if err != nil {
-		return err
-	}
-	var endpoints []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return err
-		}
-		endpoints = append(endpoints, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return err
 	}
 	for _, ep := range endpoints {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (id, message_id, endpoint_id, state,
 			attempts, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, 'pending', 0, ?, ?, ?)`,
-			newID(), messageID, ep, now, now, now); err != nil {
+			newID(), m.ID, ep, now, now, now); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// subscribersSQLite returns the enabled endpoints that subscribe to the
+// event type and the namespace.
+func subscribersSQLite(ctx context.Context, tx dbtx, eventType, namespace string) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM webhook_endpoints w WHERE w.enabled
+		AND EXISTS (SELECT 1 FROM json_each(w.event_types) WHERE value = ?)
+		AND (json_array_length(w.namespaces) = 0 OR EXISTS (SELECT 1 FROM json_each(w.namespaces) WHERE value = ?))`,
+		eventType, namespace)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var endpoints []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		endpoints = append(endpoints, id)
+	}
+	return endpoints, rows.Err()
 }
