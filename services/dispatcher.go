@@ -96,25 +96,42 @@ func (d *Dispatcher) Wake() {
 func (d *Dispatcher) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	if t, ok := d.client.Transport.(*http.Transport); ok {
+		// Keep a connection for every send that may be in flight, even
+		// when several endpoints share a host.
+		t.MaxIdleConnsPerHost = max(t.MaxIdleConnsPerHost, d.Workers)
+	}
 	t := time.NewTicker(d.Poll)
 	defer t.Stop()
 	for {
-		n, err := d.dispatch(ctx, &wg)
+		full, err := d.dispatch(ctx, &wg)
 		if err != nil && ctx.Err() == nil {
 			d.log.Error("webhooks: dispatch failed", "err", err)
 		}
-		if n > 0 {
-			continue // there may be more due right away
+		if full {
+			continue // every free slot was filled: there may be more due right away
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-d.wake:
 		case <-d.slotFree:
+			// Sends of a busy endpoint end one after another: gathering
+			// them for a moment lets one claim start several sends.
+			select {
+			case <-ctx.Done():
+				return
+			case <-d.wake:
+			case <-time.After(claimGather):
+			}
 		case <-t.C:
 		}
 	}
 }
+
+// claimGather is how long the dispatcher lets sends end before claiming
+// deliveries for their slots.
+const claimGather = 2 * time.Millisecond
 
 // due is a claimed delivery with what sending it needs.
 type due struct {
@@ -126,9 +143,9 @@ type due struct {
 }
 
 // dispatch claims as many due deliveries as there are free slots, never
-// more of an endpoint than it has free, and starts sending them. It returns
-// how many it started.
-func (d *Dispatcher) dispatch(ctx context.Context, wg *sync.WaitGroup) (int, error) {
+// more of an endpoint than it has free, and starts sending them. It reports
+// whether it filled every free slot.
+func (d *Dispatcher) dispatch(ctx context.Context, wg *sync.WaitGroup) (bool, error) {
 	d.mu.Lock()
 	free := d.Workers - d.total
 	// Endpoints at their bound get nothing: their backlog would otherwise
@@ -141,11 +158,11 @@ func (d *Dispatcher) dispatch(ctx context.Context, wg *sync.WaitGroup) (int, err
 	}
 	d.mu.Unlock()
 	if free <= 0 {
-		return 0, nil
+		return false, nil
 	}
 	claimed, err := d.claim(ctx, free, busy)
 	if err != nil || len(claimed) == 0 {
-		return 0, err
+		return false, err
 	}
 	d.mu.Lock()
 	for _, c := range claimed {
@@ -168,7 +185,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, wg *sync.WaitGroup) (int, err
 			}
 		})
 	}
-	return len(claimed), nil
+	return len(claimed) == free, nil
 }
 
 // claim leases up to limit due deliveries of enabled endpoints, oldest
