@@ -395,9 +395,15 @@ func (d *Dispatcher) post(ctx context.Context, c due, body []byte) sendResult {
 	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
 	res.status = resp.StatusCode
-	res.excerpt = strings.ToValidUTF8(string(excerpt), "�")
+	res.excerpt = dbText(string(excerpt))
 	res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), d.now())
 	return res
+}
+
+// dbText makes s storable as text: valid UTF-8 without NUL bytes, which
+// PostgreSQL refuses.
+func dbText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 func parseRetryAfter(v string, now time.Time) time.Duration {
@@ -422,7 +428,7 @@ func (d *Dispatcher) record(ctx context.Context, c due, r sendResult) error {
 	attempts := c.attempts + 1
 	var errText *string
 	if r.err != nil {
-		s := r.err.Error()
+		s := dbText(r.err.Error())
 		errText = &s
 	} else if !ok {
 		s := fmt.Sprintf("receiver answered %d", r.status)

@@ -74,3 +74,13 @@ func (s *Store) CountRows(ctx context.Context, table string) (int, error) {
 	err := s.rsq.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&n)
 	return n, err
 }
+
+// IntForTest runs a query that answers one integer (NULL reads as 0).
+func (s *Store) IntForTest(ctx context.Context, q string) (int, error) {
+	var n *int
+	err := s.rsq.QueryRowContext(ctx, q).Scan(&n)
+	if n == nil {
+		return 0, err
+	}
+	return *n, err
+}
