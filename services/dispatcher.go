@@ -3,21 +3,20 @@ package services
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
-	"gorm.io/gorm"
-
-	"github.com/arbiter-ledger/arbiter/models"
 )
 
 // RetrySchedule is the wait before each retry of a failed delivery, in the
@@ -97,25 +96,42 @@ func (d *Dispatcher) Wake() {
 func (d *Dispatcher) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	if t, ok := d.client.Transport.(*http.Transport); ok {
+		// Keep a connection for every send that may be in flight, even
+		// when several endpoints share a host.
+		t.MaxIdleConnsPerHost = max(t.MaxIdleConnsPerHost, d.Workers)
+	}
 	t := time.NewTicker(d.Poll)
 	defer t.Stop()
 	for {
-		n, err := d.dispatch(ctx, &wg)
+		full, err := d.dispatch(ctx, &wg)
 		if err != nil && ctx.Err() == nil {
 			d.log.Error("webhooks: dispatch failed", "err", err)
 		}
-		if n > 0 {
-			continue // there may be more due right away
+		if full {
+			continue // every free slot was filled: there may be more due right away
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-d.wake:
 		case <-d.slotFree:
+			// Sends of a busy endpoint end one after another: gathering
+			// them for a moment lets one claim start several sends.
+			select {
+			case <-ctx.Done():
+				return
+			case <-d.wake:
+			case <-time.After(claimGather):
+			}
 		case <-t.C:
 		}
 	}
 }
+
+// claimGather is how long the dispatcher lets sends end before claiming
+// deliveries for their slots.
+const claimGather = 2 * time.Millisecond
 
 // due is a claimed delivery with what sending it needs.
 type due struct {
@@ -126,46 +142,41 @@ type due struct {
 	failingSince                                             *time.Time
 }
 
-// dispatch claims as many due deliveries as there are free slots and starts
-// sending them. It returns how many it started.
-func (d *Dispatcher) dispatch(ctx context.Context, wg *sync.WaitGroup) (int, error) {
+// dispatch claims as many due deliveries as there are free slots, never
+// more of an endpoint than it has free, and starts sending them. It reports
+// whether it filled every free slot.
+func (d *Dispatcher) dispatch(ctx context.Context, wg *sync.WaitGroup) (bool, error) {
 	d.mu.Lock()
 	free := d.Workers - d.total
-	// Endpoints at their bound are left out of the claim: their backlog
-	// would otherwise fill every claim and hold up everyone else's alerts.
-	var full []string
+	// Endpoints at their bound get nothing: their backlog would otherwise
+	// fill every claim and hold up everyone else's alerts. Only this loop
+	// adds to inflight, so the slots counted here can only grow before the
+	// claimed deliveries are started.
+	busy := make(map[string]int, len(d.inflight))
 	for ep, n := range d.inflight {
-		if n >= d.PerEndpoint {
-			full = append(full, ep)
-		}
+		busy[ep] = n
 	}
 	d.mu.Unlock()
 	if free <= 0 {
-		return 0, nil
+		return false, nil
 	}
-	claimed, err := d.claim(ctx, free, full)
+	claimed, err := d.claim(ctx, free, busy)
 	if err != nil || len(claimed) == 0 {
-		return 0, err
+		return false, err
 	}
-	started := 0
-	var release []due
+	d.mu.Lock()
 	for _, c := range claimed {
-		d.mu.Lock()
-		ok := d.inflight[c.endpointID] < d.PerEndpoint
-		if ok {
-			d.inflight[c.endpointID]++
-			d.total++
-		}
-		d.mu.Unlock()
-		if !ok {
-			release = append(release, c)
-			continue
-		}
-		started++
+		d.inflight[c.endpointID]++
+		d.total++
+	}
+	d.mu.Unlock()
+	for _, c := range claimed {
 		wg.Go(func() {
 			d.send(context.WithoutCancel(ctx), c)
 			d.mu.Lock()
-			d.inflight[c.endpointID]--
+			if d.inflight[c.endpointID]--; d.inflight[c.endpointID] <= 0 {
+				delete(d.inflight, c.endpointID)
+			}
 			d.total--
 			d.mu.Unlock()
 			select {
@@ -174,43 +185,139 @@ func (d *Dispatcher) dispatch(ctx context.Context, wg *sync.WaitGroup) (int, err
 			}
 		})
 	}
-	for _, c := range release {
-		d.st.wdb.WithContext(ctx).Model(&models.WebhookDelivery{}).Where("id = ? AND claim = ?", c.id, c.claim).
-			Updates(map[string]any{"claim": nil, "claimed_until": nil})
-	}
-	return started, nil
+	return len(claimed) == free, nil
 }
 
-func (d *Dispatcher) claim(ctx context.Context, limit int, skipEndpoints []string) ([]due, error) {
+// claim leases up to limit due deliveries of enabled endpoints, oldest
+// first and at most PerEndpoint − busy[endpoint] of each endpoint, and
+// returns what sending them needs. Other dispatchers skip the rows it locks
+// and, once it commits, the lease.
+func (d *Dispatcher) claim(ctx context.Context, limit int, busy map[string]int) ([]due, error) {
 	now := d.now()
 	token := uuid.NewString()
-	args := []any{token, now.Add(d.Lease), now}
-	skip := ""
-	for _, ep := range skipEndpoints {
-		args = append(args, ep)
-		skip += ` AND d.endpoint_id <> $` + strconv.Itoa(len(args))
-	}
-	q := `UPDATE webhook_deliveries SET claim = $1, claimed_until = $2
-		WHERE id IN (SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
-			WHERE d.state = 'pending' AND d.next_attempt_at <= $3 AND w.enabled
-			AND (d.claimed_until IS NULL OR d.claimed_until < $3)` + skip + `
-			ORDER BY d.next_attempt_at LIMIT ` + strconv.Itoa(limit)
+	// Once claimed, the deliveries are sent even if ctx ends now: the claim
+	// must not commit and then fail half-way through the answer, stranding
+	// deliveries for a whole lease.
+	ctx = context.WithoutCancel(ctx)
 	if d.st.Dialect == Postgres {
-		q += ` FOR UPDATE OF d SKIP LOCKED`
+		return d.claimPostgres(ctx, token, now, limit, busy)
 	}
-	q += `)`
-	if _, err := d.st.wsq.ExecContext(ctx, d.st.rebind(q), args...); err != nil {
+	return d.claimSQLite(ctx, token, now, limit, busy)
+}
+
+// claimPostgres claims in one statement: for each enabled endpoint, its
+// oldest due deliveries up to its free slots (a LATERAL over the endpoint's
+// index range, FOR UPDATE SKIP LOCKED), the oldest limit of those leased and
+// returned with their message and endpoint.
+func (d *Dispatcher) claimPostgres(ctx context.Context, token string, now time.Time, limit int, busy map[string]int) ([]due, error) {
+	eps, ns := make([]string, 0, len(busy)), make([]int32, 0, len(busy))
+	for ep, n := range busy {
+		eps, ns = append(eps, ep), append(ns, int32(n))
+	}
+	const q = `WITH busy AS (SELECT * FROM unnest($4::uuid[], $5::int[]) AS b (endpoint_id, n)),
+	picked AS (
+		SELECT c.id FROM webhook_endpoints w
+		LEFT JOIN busy b ON b.endpoint_id = w.id
+		CROSS JOIN LATERAL (
+			SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+			WHERE d.endpoint_id = w.id AND d.state = 'pending' AND d.next_attempt_at <= $3
+				AND (d.claimed_until IS NULL OR d.claimed_until < $3)
+			ORDER BY d.next_attempt_at
+			LIMIT least(greatest($6::int - coalesce(b.n, 0), 0), $7::int)
+			FOR UPDATE OF d SKIP LOCKED) c
+		WHERE w.enabled AND $6::int - coalesce(b.n, 0) > 0
+		ORDER BY c.next_attempt_at LIMIT $7::int)
+	UPDATE webhook_deliveries d SET claim = $1, claimed_until = $2
+	FROM picked p, webhook_messages m, webhook_endpoints w
+	WHERE d.id = p.id AND m.id = d.message_id AND w.id = d.endpoint_id
+	RETURNING d.id, d.message_id, d.endpoint_id, m.event_type, m.payload, w.url, w.format, w.secret,
+		w.previous_secret, w.previous_secret_until, d.attempts, w.failing_since`
+	rows, err := d.st.wsq.QueryContext(ctx, q, token, now.Add(d.Lease), now, eps, ns, d.PerEndpoint, limit)
+	if err != nil {
 		return nil, dbError("webhooks: claim deliveries", err)
 	}
-	// Once claimed, the deliveries are sent even if ctx ends now: reading
-	// them must not fail half-way and strand them for a whole lease.
-	rows, err := d.st.rsq.QueryContext(context.WithoutCancel(ctx), d.st.rebind(`SELECT d.id, d.message_id, d.endpoint_id, m.event_type,
-		m.payload, w.url, w.format, w.secret, w.previous_secret, w.previous_secret_until, d.attempts, w.failing_since
+	return d.scanClaimed(rows, token, now)
+}
+
+// claimSQLite claims with the single writer: the endpoints with due
+// deliveries, each one's oldest up to its free slots, then the oldest limit
+// of those leased in one UPDATE that checks again that they are free.
+func (d *Dispatcher) claimSQLite(ctx context.Context, token string, now time.Time, limit int, busy map[string]int) ([]due, error) {
+	const dueWhere = `d.state = 'pending' AND d.next_attempt_at <= ?1 AND (d.claimed_until IS NULL OR d.claimed_until < ?1)`
+	rows, err := d.st.wsq.QueryContext(ctx, `SELECT w.id FROM webhook_endpoints w WHERE w.enabled
+		AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = w.id AND `+dueWhere+`)`, now)
+	if err != nil {
+		return nil, dbError("webhooks: claim deliveries", err)
+	}
+	var eps []string
+	for rows.Next() {
+		var ep string
+		if err := rows.Scan(&ep); err != nil {
+			rows.Close()
+			return nil, dbError("webhooks: claim deliveries", err)
+		}
+		eps = append(eps, ep)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, dbError("webhooks: claim deliveries", err)
+	}
+	type candidate struct {
+		id   string
+		next time.Time
+	}
+	var cands []candidate
+	for _, ep := range eps {
+		slots := min(d.PerEndpoint-busy[ep], limit)
+		if slots <= 0 {
+			continue
+		}
+		rows, err := d.st.wsq.QueryContext(ctx, `SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+			WHERE d.endpoint_id = ?2 AND `+dueWhere+` ORDER BY d.next_attempt_at LIMIT ?3`, now, ep, slots)
+		if err != nil {
+			return nil, dbError("webhooks: claim deliveries", err)
+		}
+		for rows.Next() {
+			var c candidate
+			if err := rows.Scan(&c.id, &c.next); err != nil {
+				rows.Close()
+				return nil, dbError("webhooks: claim deliveries", err)
+			}
+			cands = append(cands, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, dbError("webhooks: claim deliveries", err)
+		}
+	}
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	slices.SortStableFunc(cands, func(a, b candidate) int { return a.next.Compare(b.next) })
+	cands = cands[:min(len(cands), limit)]
+	args := []any{now, token, now.Add(d.Lease)}
+	in := make([]string, len(cands))
+	for i, c := range cands {
+		args = append(args, c.id)
+		in[i] = "?" + strconv.Itoa(len(args))
+	}
+	if _, err := d.st.wsq.ExecContext(ctx, `UPDATE webhook_deliveries AS d SET claim = ?2, claimed_until = ?3
+		WHERE d.id IN (`+strings.Join(in, ", ")+`) AND `+dueWhere+`
+		AND d.endpoint_id IN (SELECT id FROM webhook_endpoints WHERE enabled)`, args...); err != nil {
+		return nil, dbError("webhooks: claim deliveries", err)
+	}
+	rows, err = d.st.wsq.QueryContext(ctx, `SELECT d.id, d.message_id, d.endpoint_id, m.event_type, m.payload,
+		w.url, w.format, w.secret, w.previous_secret, w.previous_secret_until, d.attempts, w.failing_since
 		FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
-		JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE d.claim = $1`), token)
+		JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE d.claim = ?1`, token)
 	if err != nil {
 		return nil, dbError("webhooks: read claimed deliveries", err)
 	}
+	return d.scanClaimed(rows, token, now)
+}
+
+// scanClaimed reads claimed deliveries and closes rows.
+func (d *Dispatcher) scanClaimed(rows *sql.Rows, token string, now time.Time) ([]due, error) {
 	defer rows.Close()
 	var out []due
 	for rows.Next() {
@@ -288,9 +395,15 @@ func (d *Dispatcher) post(ctx context.Context, c due, body []byte) sendResult {
 	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
 	res.status = resp.StatusCode
-	res.excerpt = strings.ToValidUTF8(string(excerpt), "�")
+	res.excerpt = dbText(string(excerpt))
 	res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), d.now())
 	return res
+}
+
+// dbText makes s storable as text: valid UTF-8 without NUL bytes, which
+// PostgreSQL refuses.
+func dbText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 func parseRetryAfter(v string, now time.Time) time.Duration {
@@ -315,7 +428,7 @@ func (d *Dispatcher) record(ctx context.Context, c due, r sendResult) error {
 	attempts := c.attempts + 1
 	var errText *string
 	if r.err != nil {
-		s := r.err.Error()
+		s := dbText(r.err.Error())
 		errText = &s
 	} else if !ok {
 		s := fmt.Sprintf("receiver answered %d", r.status)
@@ -325,46 +438,58 @@ func (d *Dispatcher) record(ctx context.Context, c due, r sendResult) error {
 	if r.status != 0 {
 		status = &r.status
 	}
-	result := "succeeded"
-	set := map[string]any{"attempts": attempts, "last_status": status, "last_error": errText, "claim": nil,
-		"claimed_until": nil, "updated_at": now}
+	result, state := "succeeded", DeliverySucceeded
+	var next *time.Time // nil keeps next_attempt_at
 	var disable string
 	switch {
 	case ok:
-		set["state"] = DeliverySucceeded
 	case r.status == http.StatusGone:
-		set["state"], result = DeliveryFailed, "failed"
+		state, result = DeliveryFailed, "failed"
 		disable = "the receiver answered 410 Gone"
 	case attempts > len(d.schedule):
-		set["state"], result = DeliveryFailed, "failed"
+		state, result = DeliveryFailed, "failed"
 	default:
 		wait := jitter(d.schedule[attempts-1])
 		if r.retryAfter > wait {
 			wait = min(r.retryAfter, 24*time.Hour)
 		}
-		set["next_attempt_at"], result = now.Add(wait), "retrying"
+		at := now.Add(wait)
+		state, next, result = DeliveryPending, &at, "retrying"
 	}
 	if !ok && disable == "" && c.failingSince != nil && now.Sub(*c.failingSince) > d.DisableAfter {
 		disable = fmt.Sprintf("failing without a success since %s", c.failingSince.UTC().Format(time.RFC3339))
 	}
-	err := d.st.wdb.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Create(&models.WebhookAttempt{ID: newID(), DeliveryID: c.id, AttemptedAt: now, StatusCode: status,
-			LatencyMs: int(r.latency.Milliseconds()), ResponseExcerpt: r.excerpt, Error: errText}).Error; err != nil {
-			return err
-		}
-		if err := tx.Model(&models.WebhookDelivery{}).Where("id = ? AND claim = ?", c.id, c.claim).Updates(set).Error; err != nil {
-			return err
-		}
-		ep := tx.Model(&models.WebhookEndpoint{}).Where("id = ?", c.endpointID)
-		switch {
-		case ok:
-			return ep.Where("failing_since IS NOT NULL").Update("failing_since", nil).Error
-		case disable != "":
-			return ep.Updates(map[string]any{"enabled": false, "disabled_reason": disable, "updated_at": now}).Error
-		default:
-			return ep.Where("failing_since IS NULL").Update("failing_since", now).Error
-		}
-	})
+	// The attempt is kept even if the lease passed and another dispatcher
+	// took the delivery over: the request was sent.
+	insertAttempt := `INSERT INTO webhook_attempts (id, delivery_id, attempted_at, status_code, latency_ms,
+		response_excerpt, error) VALUES ($1, $2, $3, $4, $5, $6, $7)`
+	attemptArgs := []any{newID(), c.id, now, status, int(r.latency.Milliseconds()), r.excerpt, errText}
+	updateDelivery := `UPDATE webhook_deliveries SET state = $1, attempts = $2, next_attempt_at = coalesce($3, next_attempt_at),
+		last_status = $4, last_error = $5, claim = NULL, claimed_until = NULL, updated_at = $6 WHERE id = $7 AND claim = $8`
+	deliveryArgs := []any{state, attempts, next, status, errText, now, c.id, c.claim}
+	var updateEndpoint string
+	var endpointArgs []any
+	switch {
+	case ok:
+		updateEndpoint = `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`
+		endpointArgs = []any{c.endpointID}
+	case disable != "":
+		updateEndpoint = `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = $3 WHERE id = $1`
+		endpointArgs = []any{c.endpointID, disable, now}
+	default:
+		updateEndpoint = `UPDATE webhook_endpoints SET failing_since = $2 WHERE id = $1 AND failing_since IS NULL`
+		endpointArgs = []any{c.endpointID, now}
+	}
+	var err error
+	if d.st.Dialect == Postgres {
+		// One statement, one round trip: data-modifying CTEs all run.
+		q, args := "WITH attempt AS ("+insertAttempt+")", attemptArgs
+		q, args = q+", delivery AS ("+shiftParams(updateDelivery, len(args))+")", append(args, deliveryArgs...)
+		q, args = q+" "+shiftParams(updateEndpoint, len(args)), append(args, endpointArgs...)
+		_, err = d.st.wsq.ExecContext(ctx, q, args...)
+	} else {
+		err = d.recordSQLite(ctx, [][]any{attemptArgs, deliveryArgs, endpointArgs}, insertAttempt, updateDelivery, updateEndpoint)
+	}
 	if disable != "" {
 		d.log.Warn("webhooks: endpoint disabled", "endpoint", c.endpointID, "reason", disable)
 	}
@@ -372,6 +497,31 @@ func (d *Dispatcher) record(ctx context.Context, c due, r sendResult) error {
 		d.OnResult(result, r.latency)
 	}
 	return dbErrorOrNil("webhooks: record attempt", err)
+}
+
+// recordSQLite runs the statements of record in one transaction of the
+// single writer.
+func (d *Dispatcher) recordSQLite(ctx context.Context, args [][]any, stmts ...string) error {
+	tx, err := d.st.wsq.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for i, q := range stmts {
+		if _, err := tx.ExecContext(ctx, d.st.rebind(q), args[i]...); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// shiftParams renumbers the $n placeholders of q by offset, so statements
+// written on their own can share one argument list.
+func shiftParams(q string, offset int) string {
+	return placeholder.ReplaceAllStringFunc(q, func(p string) string {
+		n, _ := strconv.Atoi(p[1:])
+		return "$" + strconv.Itoa(n+offset)
+	})
 }
 
 // jitter spreads a wait by ±10% so retries of many deliveries do not arrive

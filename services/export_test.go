@@ -122,3 +122,13 @@ func (l *Ledger) ReadDueActions(ctx context.Context) error {
 	_, err := l.dueActions(ctx, now, &Action{ID: "00000000-0000-7000-8000-000000000000", LeaseUntil: &now})
 	return err
 }
+
+// IntForTest runs a query that answers one integer (NULL reads as 0).
+func (s *Store) IntForTest(ctx context.Context, q string) (int, error) {
+	var n *int
+	err := s.rsq.QueryRowContext(ctx, q).Scan(&n)
+	if n == nil {
+		return 0, err
+	}
+	return *n, err
+}

@@ -813,3 +813,146 @@ func TestSlowEndpointDoesNotHoldUpOthers(t *testing.T) {
 		require.Less(t, time.Since(start), 2*time.Second)
 	})
 }
+
+// logLeases makes the database note, after every change to deliveries, how
+// many deliveries of each endpoint are leased, and returns a function that
+// reads the most ever leased of one endpoint ("all": of all endpoints at
+// once).
+func logLeases(t *testing.T, st *services.Store) func(endpointID string) int {
+	t.Helper()
+	ctx := context.Background()
+	const snapshot = `INSERT INTO lease_log SELECT CAST(endpoint_id AS text), count(*) FROM webhook_deliveries
+		WHERE claim IS NOT NULL GROUP BY endpoint_id
+		UNION ALL SELECT 'all', count(*) FROM webhook_deliveries WHERE claim IS NOT NULL`
+	stmts := []string{
+		`CREATE TABLE lease_log (endpoint_id text NOT NULL, leased integer NOT NULL)`,
+		`CREATE TRIGGER log_leases AFTER UPDATE ON webhook_deliveries BEGIN ` + snapshot + `; END`,
+	}
+	if st.Dialect == services.Postgres {
+		stmts = []string{
+			`CREATE TABLE lease_log (endpoint_id text NOT NULL, leased integer NOT NULL)`,
+			`CREATE FUNCTION log_leases() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ` + snapshot + `; RETURN NULL; END $$`,
+			`CREATE TRIGGER log_leases AFTER UPDATE ON webhook_deliveries FOR EACH STATEMENT EXECUTE FUNCTION log_leases()`,
+		}
+	}
+	for _, q := range stmts {
+		require.NoError(t, st.ExecForTest(ctx, q), q)
+	}
+	return func(endpointID string) int {
+		t.Helper()
+		n, err := st.IntForTest(ctx, `SELECT max(leased) FROM lease_log WHERE endpoint_id = '`+endpointID+`'`)
+		require.NoError(t, err)
+		return n
+	}
+}
+
+// TestClaimTakesOnlyFreeSlots: the dispatcher leases no more of an
+// endpoint's deliveries than the endpoint has free slots, and no more in all
+// than it has workers, so it never has to give any back; the database is
+// watched by a trigger after every change to deliveries.
+func TestClaimTakesOnlyFreeSlots(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		ctx := context.Background()
+		e := newHookEnv(t, st)
+		release := make(chan struct{})
+		type slowReceiver struct {
+			srv      *httptest.Server
+			mu       sync.Mutex
+			inFlight int
+			ids      map[string]int
+		}
+		newSlow := func() *slowReceiver {
+			r := &slowReceiver{ids: map[string]int{}}
+			r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				r.mu.Lock()
+				r.inFlight++
+				r.ids[req.Header.Get("webhook-id")]++
+				r.mu.Unlock()
+				select {
+				case <-release:
+				case <-req.Context().Done():
+				}
+				r.mu.Lock()
+				r.inFlight--
+				r.mu.Unlock()
+			}))
+			t.Cleanup(r.srv.Close)
+			return r
+		}
+		count := func(r *slowReceiver) (inFlight, distinct, total int) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for _, n := range r.ids {
+				total += n
+			}
+			return r.inFlight, len(r.ids), total
+		}
+		a, b := newSlow(), newSlow()
+		epA := e.endpoint(t, EndpointOpts{URL: a.srv.URL})
+		epB := e.endpoint(t, EndpointOpts{URL: b.srv.URL})
+		const each = 10
+		for _, ep := range []string{epA.ID, epB.ID} {
+			for range each {
+				_, err := e.hooks.SendTest(ctx, admin(), ep)
+				require.NoError(t, err)
+			}
+		}
+		maxLeased := logLeases(t, st)
+
+		d := services.NewDispatcher(st, slog.New(slog.DiscardHandler), services.AddressPolicy{AllowPrivate: true})
+		d.Poll, d.Workers, d.PerEndpoint = 10*time.Millisecond, 5, 3
+		dctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { d.Run(dctx); close(done) }()
+		released := false
+		t.Cleanup(func() {
+			if !released {
+				close(release)
+			}
+			cancel()
+			<-done
+		})
+
+		// Every worker is busy: the oldest endpoint has its 3, the other
+		// the 2 workers left. Polls meanwhile find no free slot.
+		require.Eventually(t, func() bool {
+			na, _, _ := count(a)
+			nb, _, _ := count(b)
+			return na == 3 && nb == 2
+		}, 10*time.Second, 5*time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
+		na, _, _ := count(a)
+		nb, _, _ := count(b)
+		require.Equal(t, []int{3, 2}, []int{na, nb}, "requests in flight per endpoint")
+		require.Equal(t, 3, maxLeased(epA.ID), "leased deliveries of the first endpoint, at most")
+		require.Equal(t, 2, maxLeased(epB.ID), "leased deliveries of the second endpoint, at most")
+		require.Equal(t, 5, maxLeased("all"), "leased deliveries in all, at most")
+
+		close(release)
+		released = true
+		require.Eventually(t, func() bool {
+			_, da, _ := count(a)
+			_, db, _ := count(b)
+			return da == each && db == each
+		}, 10*time.Second, 5*time.Millisecond)
+		for _, ep := range []string{epA.ID, epB.ID} {
+			require.Eventually(t, func() bool {
+				for _, d := range e.deliveries(t, ep) {
+					if d.State != services.DeliverySucceeded {
+						return false
+					}
+				}
+				return true
+			}, 10*time.Second, 5*time.Millisecond)
+		}
+		for _, r := range []*slowReceiver{a, b} {
+			_, distinct, total := count(r)
+			require.Equal(t, each, distinct)
+			require.Equal(t, each, total, "each message was sent once")
+		}
+		require.LessOrEqual(t, maxLeased(epA.ID), 3, "never more than the endpoint's slots")
+		require.LessOrEqual(t, maxLeased(epB.ID), 3, "never more than the endpoint's slots")
+		require.LessOrEqual(t, maxLeased("all"), 5, "never more than the workers")
+	})
+}
