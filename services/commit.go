@@ -189,7 +189,8 @@ WITH a AS (
 	INSERT INTO webhook_messages (id, event_type, namespace, action_id, payload, created_at)
 	SELECT ev.id, ev.type, a.namespace, a.id, jsonb_set(ev.payload, '{data,entry,seq}', to_jsonb(a.entry_seq)), $18
 	FROM a, jsonb_to_recordset($19::jsonb) AS ev(id uuid, type text, payload jsonb)
-	WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.enabled AND w.event_types ? ev.type
+	WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE enabled) -- checked once: no endpoint, no JSON to parse
+		AND EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.enabled AND w.event_types ? ev.type
 		AND (w.namespaces = '[]'::jsonb OR w.namespaces ? a.namespace))
 	RETURNING id, event_type, namespace
 ), d AS (
