@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,13 @@ func TestGroupCommitManyKeys(t *testing.T) {
 	const workers, keys = 64, 48
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		f := newFixture(t, st, FixtureOpts{})
+		var mu sync.Mutex
+		var grouped, largest int
+		f.l.OnGroup(func(n int) {
+			mu.Lock()
+			grouped, largest = grouped+n, max(largest, n)
+			mu.Unlock()
+		})
 		results := make([]services.EntryResult, workers)
 		errs := make([]error, workers)
 		race(t, workers, 30*time.Second, func(i int) {
@@ -56,6 +64,10 @@ func TestGroupCommitManyKeys(t *testing.T) {
 			require.Equal(t, 1, n, "key %s", k)
 		}
 		require.Equal(t, keys, countEntries(t, st, "", "intent"))
+		mu.Lock()
+		defer mu.Unlock()
+		require.Equal(t, workers, grouped, "every request went through a group")
+		require.Greater(t, largest, 1, "requests that arrive together are written together")
 	})
 }
 

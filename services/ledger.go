@@ -24,11 +24,23 @@ type Ledger struct {
 	// group writes concurrent single entries together (group commit): new
 	// intents on PostgreSQL, every entry on SQLite.
 	group *grouper
+	// grouped observes the size of every group written.
+	grouped func(entries int)
 }
 
 // OnAlert registers fn to run after every committed change that wrote
 // alerts. fn must not block.
 func (l *Ledger) OnAlert(fn func()) { l.alerted = fn }
+
+// OnGroup registers fn to observe how many entries each group commit
+// wrote together. fn must not block.
+func (l *Ledger) OnGroup(fn func(entries int)) { l.grouped = fn }
+
+func (l *Ledger) observeGroup(n int) {
+	if l.grouped != nil {
+		l.grouped(n)
+	}
+}
 
 // NewLedger returns a ledger on st.
 func NewLedger(st *Store) *Ledger {
@@ -209,6 +221,7 @@ func (l *Ledger) applyAlone(ctx context.Context, p Principal, in *EntryInput) (E
 
 // flushIntentsPostgres writes a group of new intents in one statement.
 func (l *Ledger) flushIntentsPostgres(ctx context.Context, items []*groupItem) {
+	l.observeGroup(len(items))
 	chs := make([]*change, len(items))
 	for i, it := range items {
 		chs[i] = it.ch
@@ -227,6 +240,7 @@ func (l *Ledger) flushIntentsPostgres(ctx context.Context, items []*groupItem) {
 // flushSQLite writes a group of entries in one transaction on the writer
 // connection, so they share one commit.
 func (l *Ledger) flushSQLite(ctx context.Context, items []*groupItem) {
+	l.observeGroup(len(items))
 	err := l.inTx(ctx, func(u *unit) error { return l.applyAll(ctx, u, items) })
 	for _, it := range items {
 		it.err = err

@@ -22,6 +22,7 @@ type Metrics struct {
 	latency   *prometheus.HistogramVec
 	sweeps    *prometheus.CounterVec
 	timedOut  prometheus.Counter
+	groups    prometheus.Histogram
 	statusSrc func(ctx context.Context) (map[string]int64, error)
 
 	deliveries *prometheus.CounterVec
@@ -47,6 +48,11 @@ func NewMetrics(countByStatus func(ctx context.Context) (map[string]int64, error
 		timedOut: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "arbiter_sweeper_timed_out_total", Help: "Actions the sweeper timed out.",
 		}),
+		groups: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "arbiter_ledger_group_entries",
+			Help:    "Single-entry requests written together by one group commit.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
+		}),
 		statusSrc: countByStatus,
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "arbiter_webhook_deliveries_total", Help: "Webhook delivery attempts, by result (succeeded, retrying, failed).",
@@ -61,7 +67,7 @@ func NewMetrics(countByStatus func(ctx context.Context) (map[string]int64, error
 	}
 	m.sweeps.WithLabelValues("ok")
 	m.sweeps.WithLabelValues("error")
-	m.reg.MustRegister(m.entries, m.latency, m.sweeps, m.timedOut, m, m.deliveries, m.sendTime,
+	m.reg.MustRegister(m.entries, m.latency, m.sweeps, m.timedOut, m.groups, m, m.deliveries, m.sendTime,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -76,6 +82,9 @@ var (
 func (m *Metrics) WatchQueue(fn func(ctx context.Context) (services.QueueStats, error)) {
 	m.queueSrc = fn
 }
+
+// ObserveGroup records the size of one group commit.
+func (m *Metrics) ObserveGroup(entries int) { m.groups.Observe(float64(entries)) }
 
 // ObserveDelivery records one webhook delivery attempt.
 func (m *Metrics) ObserveDelivery(result string, latency time.Duration) {

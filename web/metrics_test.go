@@ -29,6 +29,9 @@ func TestMetrics(t *testing.T) {
 		`arbiter_actions{status="timed_out"} 0`,
 		`arbiter_http_request_duration_seconds_count{code="201",method="POST",route="/v1/entries"} 2`,
 		`arbiter_sweeper_runs_total`,
+		// One after another, each request is a group of its own.
+		`arbiter_ledger_group_entries_sum 4`,
+		`arbiter_ledger_group_entries_bucket{le="1"} 4`,
 	} {
 		require.Contains(t, body, want)
 	}

@@ -33,6 +33,9 @@ type Deps struct {
 // here.
 func New(d Deps) *echo.Echo {
 	e := echo.New()
+	if d.Ledger != nil && d.Metrics != nil {
+		d.Ledger.OnGroup(d.Metrics.ObserveGroup)
+	}
 	e.HideBanner, e.HidePort = true, true
 	dash := &dashboard{cookies: cookies{secure: d.SecureCookies}}
 	e.HTTPErrorHandler = errorHandler(d.Log, dash)
