@@ -9,8 +9,10 @@ import (
 	"time"
 )
 
-// SweepBatch bounds the actions one sweep round times out.
-const SweepBatch = 500
+// SweepBatch bounds the actions one sweep round times out, in one statement.
+// 1,000 timed out 100,000 leases about 20% faster than 500 (2,000: another
+// 10%, with twice as long a hold on each batch's rows).
+const SweepBatch = 1000
 
 // sweepInFlight is how many batches Sweep writes at once, each on its own
 // connection, while it reads the next one.
