@@ -170,35 +170,41 @@ INSERT INTO entries (id, action_id, namespace, seq, type, actor_kind, actor_name
 SELECT $11, a.id, a.namespace, a.entry_seq, $12, $13, $14, $15, $16, $17, $18 FROM a
 RETURNING seq`
 
-// pgUpdateWithOutbox is pgUpdate plus the alerts of the change: the messages
-// (with the entry's seq filled in) and one delivery per matching endpoint. A
-// message no enabled endpoint subscribes to is not written: messages are
-// only ever read through their deliveries.
+// pgOutbox ends a statement whose CTE "a" returns changed actions (id,
+// namespace, entry_seq, recorded_at, and alerts: a JSON array of {id, type,
+// payload} as text): it writes each alert as a message, with the entry's seq
+// filled in, and one delivery per enabled endpoint that subscribes to the
+// event type and the namespace. A message no endpoint subscribes to is not
+// written: messages are only ever read through their deliveries.
+const pgOutbox = `), m AS (
+	INSERT INTO webhook_messages (id, event_type, namespace, action_id, payload, created_at)
+	SELECT ev.id, ev.type, a.namespace, a.id, jsonb_set(ev.payload, '{data,entry,seq}', to_jsonb(a.entry_seq)),
+		a.recorded_at
+	FROM a, jsonb_to_recordset(a.alerts::jsonb) AS ev(id uuid, type text, payload jsonb)
+	WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE enabled) -- checked once: no endpoint, no JSON to parse
+		AND EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.enabled AND w.event_types ? ev.type
+		AND (w.namespaces = '[]'::jsonb OR w.namespaces ? a.namespace))
+	RETURNING id, event_type, namespace, created_at
+), d AS (
+	INSERT INTO webhook_deliveries (id, message_id, endpoint_id, state, attempts, next_attempt_at, created_at, updated_at)
+	SELECT gen_random_uuid(), m.id, w.id, 'pending', 0, m.created_at, m.created_at, m.created_at
+	FROM m JOIN webhook_endpoints w ON w.enabled AND w.event_types ? m.event_type
+		AND (w.namespaces = '[]'::jsonb OR w.namespaces ? m.namespace)
+)`
+
+// pgUpdateWithOutbox is pgUpdate plus the alerts of the change (pgOutbox).
 const pgUpdateWithOutbox = `
 WITH a AS (
 	UPDATE actions SET status = $3, attempt = $4, version = $5, lease_until = $6, result = $7,
 		external_ref = $8, retriable = $9, updated_at = $10, entry_seq = entry_seq + 1
 	WHERE id = $1 AND version = $2
-	RETURNING id, namespace, entry_seq
+	RETURNING id, namespace, entry_seq, $18::timestamptz AS recorded_at, $19::text AS alerts
 ), e AS (
 	INSERT INTO entries (id, action_id, namespace, seq, type, actor_kind, actor_name, attempt, payload,
 		occurred_at, recorded_at)
 	SELECT $11, a.id, a.namespace, a.entry_seq, $12, $13, $14, $15, $16, $17, $18 FROM a
 	RETURNING seq
-), m AS (
-	INSERT INTO webhook_messages (id, event_type, namespace, action_id, payload, created_at)
-	SELECT ev.id, ev.type, a.namespace, a.id, jsonb_set(ev.payload, '{data,entry,seq}', to_jsonb(a.entry_seq)), $18
-	FROM a, jsonb_to_recordset($19::jsonb) AS ev(id uuid, type text, payload jsonb)
-	WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE enabled) -- checked once: no endpoint, no JSON to parse
-		AND EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.enabled AND w.event_types ? ev.type
-		AND (w.namespaces = '[]'::jsonb OR w.namespaces ? a.namespace))
-	RETURNING id, event_type, namespace
-), d AS (
-	INSERT INTO webhook_deliveries (id, message_id, endpoint_id, state, attempts, next_attempt_at, created_at, updated_at)
-	SELECT gen_random_uuid(), m.id, w.id, 'pending', 0, $18, $18, $18
-	FROM m JOIN webhook_endpoints w ON w.enabled AND w.event_types ? m.event_type
-		AND (w.namespaces = '[]'::jsonb OR w.namespaces ? m.namespace)
-)
+` + pgOutbox + `
 SELECT seq FROM e`
 
 func (l *Ledger) updatePostgres(ctx context.Context, db dbtx, ch *change) (*Action, error) {
@@ -429,29 +435,41 @@ func (l *Ledger) insertIntentsPostgres(ctx context.Context, db dbtx, chs []*chan
 	// FlatArray spares pgx finding each slice's element type by reflection.
 	type strs = pgtype.FlatArray[string]
 	type opt = pgtype.FlatArray[*string]
-	rows, err := db.QueryContext(ctx, pgInsertIntents, strs(ids), strs(nss), strs(keys), strs(tools),
+	inserted, err := returnedIDs(db.QueryContext(ctx, pgInsertIntents, strs(ids), strs(nss), strs(keys), strs(tools),
 		strs(effects), pgtype.FlatArray[*time.Time](leases), opt(refs), opt(agents), opt(runs), strs(fps),
 		strs(params), pgtype.FlatArray[time.Time](created), strs(entryIDs), strs(actors), strs(payloads),
-		pgtype.FlatArray[*time.Time](occurred))
+		pgtype.FlatArray[*time.Time](occurred)))
 	if err != nil {
 		return nil, err
 	}
-	return writtenIDs(rows, byID, len(chs))
+	return markWritten(inserted, byID, len(chs)), nil
 }
 
-// writtenIDs reads the ids a multi-row insert returned and marks their
-// changes written.
-func writtenIDs(rows *sql.Rows, byID map[string]int, n int) ([]bool, error) {
+// returnedIDs reads the single column of ids a statement returned.
+func returnedIDs(rows *sql.Rows, err error) (map[string]bool, error) {
+	if err != nil {
+		return nil, err
+	}
 	defer rows.Close()
-	written := make([]bool, n)
+	ids := map[string]bool{}
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
 			return nil, err
 		}
+		ids[id] = true
+	}
+	return ids, rows.Err()
+}
+
+// markWritten turns the ids a multi-row insert returned into a flag per
+// change.
+func markWritten(ids map[string]bool, byID map[string]int, n int) []bool {
+	written := make([]bool, n)
+	for id := range ids {
 		written[byID[id]] = true
 	}
-	return written, rows.Err()
+	return written
 }
 
 // insertIntentsSQLite runs in a transaction on the writer connection, which
@@ -475,14 +493,11 @@ func (l *Ledger) insertIntentsSQLite(ctx context.Context, db dbtx, chs []*change
 			n.Reference, n.Agent, n.runID, n.fingerprint, l.jsonArg(n.Params), n.CreatedAt, n.CreatedAt)
 	}
 	q.WriteString(" ON CONFLICT (namespace, key) DO NOTHING RETURNING id")
-	rows, err := db.QueryContext(ctx, q.String(), args...)
+	inserted, err := returnedIDs(db.QueryContext(ctx, q.String(), args...))
 	if err != nil {
 		return nil, err
 	}
-	written, err := writtenIDs(rows, byID, len(chs))
-	if err != nil {
-		return nil, err
-	}
+	written := markWritten(inserted, byID, len(chs))
 	q.Reset()
 	q.WriteString(`INSERT INTO entries (id, action_id, namespace, seq, type, actor_kind, actor_name,
 		attempt, payload, occurred_at, recorded_at) VALUES `)

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // commitSet writes a set of changes to existing actions at once: on
@@ -98,21 +96,7 @@ WITH a AS (
 	SELECT a.entry_id::uuid, a.id, a.namespace, a.entry_seq, a.entry_type, a.actor_kind, a.actor_name,
 		a.entry_attempt, a.payload::jsonb, a.occurred_at, a.recorded_at
 	FROM a
-), m AS (
-	INSERT INTO webhook_messages (id, event_type, namespace, action_id, payload, created_at)
-	SELECT ev.id, ev.type, a.namespace, a.id, jsonb_set(ev.payload, '{data,entry,seq}', to_jsonb(a.entry_seq)),
-		a.recorded_at
-	FROM a, jsonb_to_recordset(a.alerts::jsonb) AS ev(id uuid, type text, payload jsonb)
-	WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE enabled) -- checked once: no endpoint, no JSON to parse
-		AND EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.enabled AND w.event_types ? ev.type
-		AND (w.namespaces = '[]'::jsonb OR w.namespaces ? a.namespace))
-	RETURNING id, event_type, namespace, created_at
-), d AS (
-	INSERT INTO webhook_deliveries (id, message_id, endpoint_id, state, attempts, next_attempt_at, created_at, updated_at)
-	SELECT gen_random_uuid(), m.id, w.id, 'pending', 0, m.created_at, m.created_at, m.created_at
-	FROM m JOIN webhook_endpoints w ON w.enabled AND w.event_types ? m.event_type
-		AND (w.namespaces = '[]'::jsonb OR w.namespaces ? m.namespace)
-)
+` + pgOutbox + `
 SELECT id::text FROM a`
 
 // updateSetPostgres writes the set in one statement (pgUpdateSet). Standing
@@ -155,9 +139,8 @@ func (l *Ledger) updateSetPostgres(ctx context.Context, u *unit, chs []*change) 
 	var updated map[string]bool
 	for try := 1; ; try++ {
 		var err error
-		updated, err = runUpdateSet(ctx, u.w, args)
-		var pgErr *pgconn.PgError
-		if !u.inTx && errors.As(err, &pgErr) && pgErr.Code == "40P01" && try < 5 && ctx.Err() == nil {
+		updated, err = returnedIDs(u.w.QueryContext(ctx, pgUpdateSet, args...))
+		if !u.inTx && deadlocked(err) && try < 5 && ctx.Err() == nil {
 			continue
 		}
 		if err != nil {
@@ -194,25 +177,6 @@ func alertsJSON(msgs []outboxMessage) string {
 	}
 	b.WriteByte(']')
 	return b.String()
-}
-
-// runUpdateSet runs pgUpdateSet and returns the ids of the actions it
-// updated.
-func runUpdateSet(ctx context.Context, db dbtx, args []any) (map[string]bool, error) {
-	rows, err := db.QueryContext(ctx, pgUpdateSet, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	updated := map[string]bool{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		updated[id] = true
-	}
-	return updated, rows.Err()
 }
 
 // updateSetSQLite writes the set in one transaction on the writer

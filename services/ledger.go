@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Ledger records agents' entries and operators' decisions and keeps the
@@ -314,8 +312,7 @@ func (l *Ledger) inTx(ctx context.Context, fn func(*unit) error) error {
 func (l *Ledger) inTxRetry(ctx context.Context, fn func(*unit) error) error {
 	for try := 1; ; try++ {
 		err := l.inTx(ctx, fn)
-		var pgErr *pgconn.PgError
-		if try == 3 || !errors.As(err, &pgErr) || pgErr.Code != "40P01" {
+		if try == 3 || !deadlocked(err) {
 			return err
 		}
 	}
