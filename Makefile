@@ -1,7 +1,7 @@
 # `make test` is the test command: it runs every test, race detector on,
 # against a real PostgreSQL (see .ci/with-postgres) and SQLite.
 
-.PHONY: test test-short test-scale test-reliability generate build fmt vet fuzz
+.PHONY: test test-short test-scale test-reliability generate build fmt vet lint fuzz
 
 test:
 	.ci/with-postgres go test -race -count=1 ./...
@@ -44,3 +44,7 @@ fmt:
 
 vet:
 	go vet ./...
+
+# lint is vet and staticcheck (pinned in go.mod; staticcheck.conf).
+lint: vet
+	go tool staticcheck ./...

@@ -24,11 +24,11 @@ type NamespaceSummary struct {
 func (k *Keys) NamespaceSummaries(ctx context.Context) ([]NamespaceSummary, error) {
 	var out []NamespaceSummary
 	// The capped count walks at most cap+1 entries of actions_namespace_id_idx.
-	err := k.st.db.WithContext(ctx).Raw(k.st.rebind(`
+	err := k.st.db.WithContext(ctx).Raw(`
 		SELECT n.name, n.created_at,
 			(SELECT count(*) FROM api_keys k WHERE k.namespace = n.name AND k.revoked_at IS NULL) AS active_keys,
-			(SELECT count(*) FROM (SELECT 1 FROM actions a WHERE a.namespace = n.name LIMIT $1) capped) AS actions
-		FROM namespaces n ORDER BY n.name`), NamespaceActionsCap+1).Scan(&out).Error
+			(SELECT count(*) FROM (SELECT 1 FROM actions a WHERE a.namespace = n.name LIMIT ?) capped) AS actions
+		FROM namespaces n ORDER BY n.name`, NamespaceActionsCap+1).Scan(&out).Error
 	return out, dbErrorOrNil("keys: namespace summaries", err)
 }
 
@@ -37,12 +37,11 @@ func (k *Keys) CreateNamespace(ctx context.Context, ns string) error {
 	if err := ValidateNamespace(ns); err != nil {
 		return err
 	}
-	res := k.st.wdb.WithContext(ctx).Exec(k.st.rebind(
-		`INSERT INTO namespaces (name, created_at) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`), ns, utcNow())
-	if res.Error != nil {
-		return dbError("keys: create namespace", res.Error)
+	created, err := k.insertNamespace(ctx, ns)
+	if err != nil {
+		return err
 	}
-	if res.RowsAffected == 0 {
+	if !created {
 		return Errorf(CodeConflict, "namespace %q exists already", ns)
 	}
 	return nil

@@ -63,9 +63,19 @@ func (k *Keys) EnsureNamespace(ctx context.Context, ns string) error {
 	if err := ValidateNamespace(ns); err != nil {
 		return err
 	}
-	err := k.st.wdb.WithContext(ctx).Exec(k.st.rebind(
-		`INSERT INTO namespaces (name, created_at) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`), ns, utcNow()).Error
-	return dbErrorOrNil("keys: create namespace", err)
+	_, err := k.insertNamespace(ctx, ns)
+	return err
+}
+
+// insertNamespace creates namespace ns unless it exists, and says whether
+// it created it.
+func (k *Keys) insertNamespace(ctx context.Context, ns string) (bool, error) {
+	res := k.st.wdb.WithContext(ctx).Exec(
+		`INSERT INTO namespaces (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`, ns, utcNow())
+	if res.Error != nil {
+		return false, dbError("keys: create namespace", res.Error)
+	}
+	return res.RowsAffected > 0, nil
 }
 
 // Namespaces lists every namespace by name.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // race runs fn in n goroutines released at the same moment and waits for all
@@ -52,7 +53,7 @@ func TestConcurrentFirstIntent(t *testing.T) {
 			results[i], errs[i] = f.l.Submit(context.Background(), f.agent, [][]byte{[]byte(intentK)})
 		})
 
-		outcomes := map[string]int{}
+		outcomes := map[record.Outcome]int{}
 		var id string
 		for i := range workers {
 			require.NoError(t, errs[i])
@@ -66,10 +67,10 @@ func TestConcurrentFirstIntent(t *testing.T) {
 			}
 			require.Equal(t, id, r.Action.ID, "one action")
 		}
-		require.Equal(t, map[string]int{"proceed": 1, "in_progress": workers - 1}, outcomes)
+		require.Equal(t, map[record.Outcome]int{"proceed": 1, "in_progress": workers - 1}, outcomes)
 		a := f.action(t, "k")
 		require.Equal(t, 1, a.Version)
-		require.Equal(t, services.StatusInProgress, a.Status)
+		require.Equal(t, record.StatusInProgress, a.Status)
 		require.Equal(t, 1, countEntries(t, st, a.ID, ""))
 		require.Equal(t, 1, countEntries(t, st, "", "intent"))
 	})
@@ -125,7 +126,7 @@ func TestConcurrentDecisions(t *testing.T) {
 				require.Equal(t, 1, wins)
 				after := f.action(t, "k")
 				require.Equal(t, a.Version+1, after.Version)
-				require.Contains(t, []services.Status{"confirmed", "abandoned"}, after.Status)
+				require.Contains(t, []record.Status{"confirmed", "abandoned"}, after.Status)
 				require.Equal(t, 1, countEntries(t, st, a.ID, "decision"))
 			})
 		}
@@ -171,12 +172,12 @@ func TestConcurrentBatchesOverManyKeys(t *testing.T) {
 				require.Nil(t, r.Error, "%s %s", r.Type, r.Key)
 				switch r.Type {
 				case "intent":
-					require.Contains(t, []string{"proceed", "in_progress"}, r.Outcome)
+					require.Contains(t, []record.Outcome{"proceed", "in_progress"}, r.Outcome)
 					if r.Outcome == "proceed" {
 						proceeds[r.Key]++
 					}
 				default:
-					require.Equal(t, "recorded", r.Outcome, "%s %s", r.Type, r.Key)
+					require.Equal(t, record.OutcomeRecorded, r.Outcome, "%s %s", r.Type, r.Key)
 				}
 			}
 		}
@@ -213,9 +214,9 @@ func TestLateResultRacingTheSweeper(t *testing.T) {
 		})
 		for i := range actions {
 			require.NoError(t, errs[i])
-			require.Equal(t, "recorded", results[i][0].Outcome)
+			require.Equal(t, record.OutcomeRecorded, results[i][0].Outcome)
 			a := f.action(t, fmt.Sprint("late-", i))
-			require.Equal(t, services.StatusSucceeded, a.Status)
+			require.Equal(t, record.StatusSucceeded, a.Status)
 			require.Equal(t, 1, countEntries(t, st, a.ID, "late_result"))
 			require.LessOrEqual(t, countEntries(t, st, a.ID, "timed_out"), 1)
 			require.Zero(t, countEntries(t, st, a.ID, "succeeded"))

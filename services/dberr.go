@@ -50,10 +50,3 @@ func unavailable(err error) bool {
 	}
 	return false
 }
-
-// deadlocked reports whether PostgreSQL aborted the statement or transaction
-// to break a deadlock; running it again is safe when it is conditional.
-func deadlocked(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
-}

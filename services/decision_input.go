@@ -4,17 +4,16 @@ import (
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
-)
 
-// Decisions an operator can take, in the order a person reads them.
-var Decisions = []string{"confirm", "retry", "compensate", "mark_compensated", "abandon"}
+	"github.com/arbiter-ledger/arbiter/services/record"
+)
 
 // MaxReasonBytes bounds a decision's reason.
 const MaxReasonBytes = 4096
 
 // DecisionInput is an operator's resolution of an action.
 type DecisionInput struct {
-	Decision                 string          `json:"decision"`
+	Decision                 record.Decision `json:"decision"`
 	Reason                   string          `json:"reason"`
 	ExpectedVersion          *int            `json:"expected_version,omitempty"`
 	AcknowledgeDuplicateRisk bool            `json:"acknowledge_duplicate_risk,omitempty"`
@@ -24,15 +23,12 @@ type DecisionInput struct {
 
 // Validate checks the decision's fields, not whether it is allowed now.
 func (d *DecisionInput) Validate() error {
-	known := false
-	for _, k := range Decisions {
-		known = known || k == d.Decision
-	}
+	known := d.Decision.Valid()
 	switch {
 	case d.Decision == "":
-		return Errorf(CodeInvalid, "field \"decision\" is required: one of %s", strings.Join(Decisions, ", "))
+		return Errorf(CodeInvalid, "field \"decision\" is required: one of %s", listOrNone(record.Decisions))
 	case !known:
-		return Errorf(CodeInvalid, "unknown decision %q: use one of %s", d.Decision, strings.Join(Decisions, ", "))
+		return Errorf(CodeInvalid, "unknown decision %q: use one of %s", d.Decision, listOrNone(record.Decisions))
 	case strings.TrimSpace(d.Reason) == "":
 		return Errorf(CodeInvalid, "field \"reason\" is required: say why, for whoever reads the ledger later")
 	case len(d.Reason) > MaxReasonBytes || !utf8.ValidString(d.Reason) || strings.ContainsRune(d.Reason, 0):
@@ -45,28 +41,16 @@ func (d *DecisionInput) Validate() error {
 	if err := checkJSONField("result", d.Result); err != nil {
 		return err
 	}
-	if (d.ExternalRef != nil || d.Result != nil) && d.Decision != "confirm" {
+	if (d.ExternalRef != nil || d.Result != nil) && d.Decision != record.DecisionConfirm {
 		return Errorf(CodeInvalid, "fields \"external_ref\" and \"result\" are evidence for confirm decisions only")
 	}
-	if d.AcknowledgeDuplicateRisk && d.Decision != "retry" {
+	if d.AcknowledgeDuplicateRisk && d.Decision != record.DecisionRetry {
 		return Errorf(CodeInvalid, "field \"acknowledge_duplicate_risk\" applies to retry decisions only")
 	}
 	return checkLabel("external_ref", d.ExternalRef, MaxLabelBytes)
 }
 
-func (d *DecisionInput) payload() map[string]any {
-	p := map[string]any{"decision": d.Decision, "reason": d.Reason}
-	if d.AcknowledgeDuplicateRisk {
-		p["acknowledge_duplicate_risk"] = true
-	}
-	if d.ExternalRef != nil {
-		p["external_ref"] = *d.ExternalRef
-	}
-	if d.Result != nil {
-		p["result"] = json.RawMessage(d.Result)
-	}
-	if d.ExpectedVersion != nil {
-		p["expected_version"] = *d.ExpectedVersion
-	}
-	return p
+func (d *DecisionInput) payload() *record.DecisionPayload {
+	return &record.DecisionPayload{AcknowledgeDuplicateRisk: d.AcknowledgeDuplicateRisk, Decision: d.Decision,
+		ExpectedVersion: d.ExpectedVersion, ExternalRef: d.ExternalRef, Reason: d.Reason, Result: d.Result}
 }

@@ -11,23 +11,24 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // specDecisions is SPEC's decision table, written out independently of the
 // state machine so the two are checked against each other.
-var specDecisions = map[string]struct {
-	from []services.Status
-	to   services.Status
+var specDecisions = map[record.Decision]struct {
+	from []record.Status
+	to   record.Status
 }{
-	"confirm":          {[]services.Status{"timed_out", "in_progress", "failed", "retry_requested"}, "confirmed"},
-	"retry":            {[]services.Status{"timed_out", "failed"}, "retry_requested"},
-	"compensate":       {[]services.Status{"timed_out", "succeeded", "confirmed"}, "compensation_requested"},
-	"mark_compensated": {[]services.Status{"compensation_requested"}, "compensated"},
-	"abandon":          {[]services.Status{"timed_out", "failed", "retry_requested", "compensation_requested"}, "abandoned"},
+	"confirm":          {[]record.Status{"timed_out", "in_progress", "failed", "retry_requested"}, "confirmed"},
+	"retry":            {[]record.Status{"timed_out", "failed"}, "retry_requested"},
+	"compensate":       {[]record.Status{"timed_out", "succeeded", "confirmed"}, "compensation_requested"},
+	"mark_compensated": {[]record.Status{"compensation_requested"}, "compensated"},
+	"abandon":          {[]record.Status{"timed_out", "failed", "retry_requested", "compensation_requested"}, "abandoned"},
 }
 
 // statusPaths bring key "k" to each status, with the version it ends at.
-var statusPaths = map[services.Status]struct {
+var statusPaths = map[record.Status]struct {
 	ops     []op
 	version int
 }{
@@ -42,7 +43,7 @@ var statusPaths = map[services.Status]struct {
 	"abandoned":              {toAbandoned, 3},
 }
 
-func specAllows(decision string, st services.Status) bool {
+func specAllows(decision record.Decision, st record.Status) bool {
 	for _, s := range specDecisions[decision].from {
 		if s == st {
 			return true
@@ -53,11 +54,11 @@ func specAllows(decision string, st services.Status) bool {
 
 func TestAllowedDecisionsMatchSpec(t *testing.T) {
 	t.Parallel()
-	require.ElementsMatch(t, []string{"confirm", "retry", "compensate", "mark_compensated", "abandon"}, services.Decisions)
-	require.Len(t, services.Statuses, len(statusPaths))
-	for _, st := range services.Statuses {
-		var want []string
-		for _, d := range services.Decisions {
+	require.ElementsMatch(t, []record.Decision{"confirm", "retry", "compensate", "mark_compensated", "abandon"}, record.Decisions)
+	require.Len(t, record.Statuses, len(statusPaths))
+	for _, st := range record.Statuses {
+		var want []record.Decision
+		for _, d := range record.Decisions {
 			if specAllows(d, st) {
 				want = append(want, d)
 			}
@@ -74,8 +75,8 @@ func TestDecisionTable(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		c := newClock()
-		for _, from := range services.Statuses {
-			for _, decision := range services.Decisions {
+		for _, from := range record.Statuses {
+			for _, decision := range record.Decisions {
 				allowed := specAllows(decision, from)
 				name := fmt.Sprintf("%s from %s refused", decision, from)
 				if allowed {
@@ -109,12 +110,12 @@ func TestDecisionTable(t *testing.T) {
 					}
 					require.NoError(t, err)
 					want := specDecisions[decision].to
-					for _, a := range []*services.Action{act, stored} {
+					for _, a := range []*record.Action{act, stored} {
 						require.Equal(t, want, a.Status)
 						require.Equal(t, before.Version+1, a.Version)
 						require.Equal(t, before.Attempt, a.Attempt)
 						require.True(t, a.UpdatedAt.Equal(c.Now()))
-						if from == services.StatusInProgress {
+						if from == record.StatusInProgress {
 							require.Nil(t, a.LeaseUntil, "a decision ends the lease")
 						} else {
 							require.Equal(t, before.LeaseUntil, a.LeaseUntil)
@@ -128,8 +129,8 @@ func TestDecisionTable(t *testing.T) {
 					require.Equal(t, last.ID, entry.ID)
 					require.Equal(t, last.Seq, entry.Seq)
 					require.Equal(t, len(es), entry.Seq)
-					require.Equal(t, services.Actor{Kind: "operator", Name: "ops-alice"}, entry.Actor)
-					require.JSONEq(t, `{"decision":"`+decision+`","reason":"checked the PSP dashboard"}`, string(last.Payload))
+					require.Equal(t, record.Actor{Kind: "operator", Name: "ops-alice"}, entry.Actor)
+					require.JSONEq(t, `{"decision":"`+string(decision)+`","reason":"checked the PSP dashboard"}`, string(last.Payload))
 				})
 			}
 		}
@@ -142,14 +143,14 @@ func TestDecisionRules(t *testing.T) {
 	t.Parallel()
 	ptr := func(n int) *int { return &n }
 	type want struct {
-		code    string          // "" for success
-		status  services.Status // after the decision
+		code    string        // "" for success
+		status  record.Status // after the decision
 		version int
 		payload string // the decision entry's payload, when one is written
 	}
 	cases := []struct {
 		name   string
-		effect string // of the intent; default keyed, "-" sends none (unkeyed)
+		effect record.Effect // of the intent; default keyed, "-" sends none (unkeyed)
 		setup  []op
 		who    services.Role // default operator of the namespace
 		other  bool          // an operator of another namespace
@@ -220,7 +221,7 @@ func TestDecisionRules(t *testing.T) {
 				// The setup path starts with an intent; send it with this
 				// case's effect class instead.
 				first := submit(t, f.l, f.agent, intent(IntentOpts{Effect: tc.effect}))
-				require.Equal(t, "proceed", first.Outcome)
+				require.Equal(t, record.OutcomeProceed, first.Outcome)
 				for _, o := range tc.setup[1:] {
 					o(t, f)
 				}
@@ -262,8 +263,8 @@ func TestDecisionRules(t *testing.T) {
 				require.Equal(t, tc.want.status, act.Status)
 				require.Equal(t, tc.want.version, act.Version)
 				require.Equal(t, n+1, countEntries(t, st, "", ""))
-				require.Equal(t, "decision", entry.Type)
-				require.Equal(t, services.Actor{Kind: "operator", Name: p.Name}, entry.Actor)
+				require.Equal(t, record.TypeDecision, entry.Type)
+				require.Equal(t, record.Actor{Kind: "operator", Name: p.Name}, entry.Actor)
 				require.JSONEq(t, tc.want.payload, string(entry.Payload))
 			})
 		}
@@ -286,17 +287,17 @@ func TestRetryDecisionLeadsToNextAttempt(t *testing.T) {
 
 		f.clock.Advance(time.Minute)
 		res := submit(t, f.l, f.agent, intent(IntentOpts{Effect: "-"}))
-		require.Equal(t, "proceed", res.Outcome)
+		require.Equal(t, record.OutcomeProceed, res.Outcome)
 		require.Equal(t, 2, *res.Attempt)
 		require.Equal(t, a.ID, res.Action.ID, "same key, same action")
 		require.True(t, f.clock.Now().Add(time.Minute).Equal(*res.LeaseUntil))
 
-		require.Equal(t, "in_progress", submit(t, f.l, f.agent, intent(IntentOpts{Effect: "-"})).Outcome)
-		require.Equal(t, "rejected", submit(t, f.l, f.agent, succeeded1).Outcome, "attempt 1 is fenced off")
+		require.Equal(t, record.OutcomeInProgress, submit(t, f.l, f.agent, intent(IntentOpts{Effect: "-"})).Outcome)
+		require.Equal(t, record.OutcomeRejected, submit(t, f.l, f.agent, succeeded1).Outcome, "attempt 1 is fenced off")
 		res = submit(t, f.l, f.agent, succeeded2)
-		require.Equal(t, "recorded", res.Outcome)
-		require.Equal(t, services.StatusSucceeded, res.Action.Status)
-		require.Equal(t, []string{"intent", "timed_out", "decision", "intent", "stale_outcome", "succeeded"}, entryTypes(f.entries(t, a.ID)))
+		require.Equal(t, record.OutcomeRecorded, res.Outcome)
+		require.Equal(t, record.StatusSucceeded, res.Action.Status)
+		require.Equal(t, []record.EntryType{"intent", "timed_out", "decision", "intent", "stale_outcome", "succeeded"}, entryTypes(f.entries(t, a.ID)))
 	})
 }
 
@@ -319,8 +320,8 @@ func TestConfirmCarriesEvidence(t *testing.T) {
 			ExternalRef: &ref, Result: json.RawMessage(`{"refund":"re_42","amount":10}`),
 		})
 		require.NoError(t, err)
-		for _, got := range []*services.Action{act, f.action(t, "k")} {
-			require.Equal(t, services.StatusConfirmed, got.Status)
+		for _, got := range []*record.Action{act, f.action(t, "k")} {
+			require.Equal(t, record.StatusConfirmed, got.Status)
 			require.Equal(t, "re_42", *got.ExternalRef)
 			require.JSONEq(t, `{"refund":"re_42","amount":10}`, string(got.Result))
 		}
@@ -328,14 +329,14 @@ func TestConfirmCarriesEvidence(t *testing.T) {
 			"external_ref":"re_42","result":{"refund":"re_42","amount":10}}`, string(entry.Payload))
 
 		res := submit(t, f.l, f.agent, intentK)
-		require.Equal(t, "replay", res.Outcome)
+		require.Equal(t, record.OutcomeReplay, res.Outcome)
 		require.Equal(t, "re_42", *res.Action.ExternalRef)
 		require.JSONEq(t, `{"refund":"re_42","amount":10}`, string(res.Action.Result))
 
 		// Evidence is for confirm only.
 		_, _, err = f.l.Decide(ctx, f.operator, a.ID, services.DecisionInput{Decision: "compensate", Reason: "r", ExternalRef: &ref})
 		require.ErrorIs(t, err, services.ErrInvalid)
-		require.Equal(t, services.StatusConfirmed, f.action(t, "k").Status)
+		require.Equal(t, record.StatusConfirmed, f.action(t, "k").Status)
 	})
 }
 
@@ -348,10 +349,10 @@ func TestMarkCompensated(t *testing.T) {
 			o(t, f)
 		}
 		a := f.action(t, "k")
-		require.Equal(t, services.StatusCompensated, a.Status)
-		require.Equal(t, "replay", submit(t, f.l, f.agent, intentK).Outcome)
+		require.Equal(t, record.StatusCompensated, a.Status)
+		require.Equal(t, record.OutcomeReplay, submit(t, f.l, f.agent, intentK).Outcome)
 		es := f.entries(t, a.ID)
-		require.Equal(t, []string{"intent", "succeeded", "decision", "decision"}, entryTypes(es))
+		require.Equal(t, []record.EntryType{"intent", "succeeded", "decision", "decision"}, entryTypes(es))
 	})
 }
 
@@ -376,6 +377,6 @@ func TestDecisionWithNULIsNotAServerError(t *testing.T) {
 			_, _, err := f.l.Decide(ctx, f.operator, a.ID, d)
 			require.ErrorIs(t, err, services.ErrInvalid, "%+v", d)
 		}
-		require.Equal(t, services.StatusTimedOut, f.action(t, "k").Status)
+		require.Equal(t, record.StatusTimedOut, f.action(t, "k").Status)
 	})
 }

@@ -3,19 +3,18 @@ package services
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/driver"
 	"github.com/google/uuid"
 )
 
@@ -133,13 +132,11 @@ func (d *Dispatcher) Run(ctx context.Context) {
 // deliveries for their slots.
 const claimGather = 2 * time.Millisecond
 
-// due is a claimed delivery with what sending it needs.
+// due is a claimed delivery with the secrets to sign it with.
 type due struct {
-	id, claim, messageID, endpointID, eventType, url, format string
-	payload                                                  []byte
-	secrets                                                  []string
-	attempts                                                 int
-	failingSince                                             *time.Time
+	*driver.ClaimedDelivery
+	claim   string
+	secrets []string
 }
 
 // dispatch claims as many due deliveries as there are free slots, never
@@ -166,7 +163,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, wg *sync.WaitGroup) (bool, er
 	}
 	d.mu.Lock()
 	for _, c := range claimed {
-		d.inflight[c.endpointID]++
+		d.inflight[c.EndpointID]++
 		d.total++
 	}
 	d.mu.Unlock()
@@ -174,8 +171,8 @@ func (d *Dispatcher) dispatch(ctx context.Context, wg *sync.WaitGroup) (bool, er
 		wg.Go(func() {
 			d.send(context.WithoutCancel(ctx), c)
 			d.mu.Lock()
-			if d.inflight[c.endpointID]--; d.inflight[c.endpointID] <= 0 {
-				delete(d.inflight, c.endpointID)
+			if d.inflight[c.EndpointID]--; d.inflight[c.EndpointID] <= 0 {
+				delete(d.inflight, c.EndpointID)
 			}
 			d.total--
 			d.mu.Unlock()
@@ -194,148 +191,26 @@ func (d *Dispatcher) dispatch(ctx context.Context, wg *sync.WaitGroup) (bool, er
 // and, once it commits, the lease.
 func (d *Dispatcher) claim(ctx context.Context, limit int, busy map[string]int) ([]due, error) {
 	now := d.now()
-	token := uuid.NewString()
 	// Once claimed, the deliveries are sent even if ctx ends now: the claim
 	// must not commit and then fail half-way through the answer, stranding
 	// deliveries for a whole lease.
 	ctx = context.WithoutCancel(ctx)
-	if d.st.Dialect == Postgres {
-		return d.claimPostgres(ctx, token, now, limit, busy)
-	}
-	return d.claimSQLite(ctx, token, now, limit, busy)
-}
-
-// claimPostgres claims in one statement: for each enabled endpoint, its
-// oldest due deliveries up to its free slots (a LATERAL over the endpoint's
-// index range, FOR UPDATE SKIP LOCKED), the oldest limit of those leased and
-// returned with their message and endpoint.
-func (d *Dispatcher) claimPostgres(ctx context.Context, token string, now time.Time, limit int, busy map[string]int) ([]due, error) {
-	eps, ns := make([]string, 0, len(busy)), make([]int32, 0, len(busy))
-	for ep, n := range busy {
-		eps, ns = append(eps, ep), append(ns, int32(n))
-	}
-	const q = `WITH busy AS (SELECT * FROM unnest($4::uuid[], $5::int[]) AS b (endpoint_id, n)),
-	picked AS (
-		SELECT c.id FROM webhook_endpoints w
-		LEFT JOIN busy b ON b.endpoint_id = w.id
-		CROSS JOIN LATERAL (
-			SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
-			WHERE d.endpoint_id = w.id AND d.state = 'pending' AND d.next_attempt_at <= $3
-				AND (d.claimed_until IS NULL OR d.claimed_until < $3)
-			ORDER BY d.next_attempt_at
-			LIMIT least(greatest($6::int - coalesce(b.n, 0), 0), $7::int)
-			FOR UPDATE OF d SKIP LOCKED) c
-		WHERE w.enabled AND $6::int - coalesce(b.n, 0) > 0
-		ORDER BY c.next_attempt_at LIMIT $7::int)
-	UPDATE webhook_deliveries d SET claim = $1, claimed_until = $2
-	FROM picked p, webhook_messages m, webhook_endpoints w
-	WHERE d.id = p.id AND m.id = d.message_id AND w.id = d.endpoint_id
-	RETURNING d.id, d.message_id, d.endpoint_id, m.event_type, m.payload, w.url, w.format, w.secret,
-		w.previous_secret, w.previous_secret_until, d.attempts, w.failing_since`
-	rows, err := d.st.wsq.QueryContext(ctx, q, token, now.Add(d.Lease), now, eps, ns, d.PerEndpoint, limit)
+	token := uuid.NewString()
+	claimed, err := d.st.ex.DeliveryClaim(ctx, &driver.DeliveryClaimParams{Token: token, Now: now,
+		Until: now.Add(d.Lease), Limit: limit, PerEndpoint: d.PerEndpoint, Busy: busy})
 	if err != nil {
 		return nil, dbError("webhooks: claim deliveries", err)
 	}
-	return d.scanClaimed(rows, token, now)
-}
-
-// claimSQLite claims with the single writer: the endpoints with due
-// deliveries, each one's oldest up to its free slots, then the oldest limit
-// of those leased in one UPDATE that checks again that they are free.
-func (d *Dispatcher) claimSQLite(ctx context.Context, token string, now time.Time, limit int, busy map[string]int) ([]due, error) {
-	const dueWhere = `d.state = 'pending' AND d.next_attempt_at <= ?1 AND (d.claimed_until IS NULL OR d.claimed_until < ?1)`
-	rows, err := d.st.wsq.QueryContext(ctx, `SELECT w.id FROM webhook_endpoints w WHERE w.enabled
-		AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = w.id AND `+dueWhere+`)`, now)
-	if err != nil {
-		return nil, dbError("webhooks: claim deliveries", err)
-	}
-	var eps []string
-	for rows.Next() {
-		var ep string
-		if err := rows.Scan(&ep); err != nil {
-			rows.Close()
-			return nil, dbError("webhooks: claim deliveries", err)
+	out := make([]due, 0, len(claimed))
+	for _, c := range claimed {
+		dc := due{ClaimedDelivery: c, claim: token}
+		dc.secrets = []string{c.Secret}
+		if c.PreviousSecret != nil && c.PreviousSecretUntil != nil && c.PreviousSecretUntil.After(now) {
+			dc.secrets = append(dc.secrets, *c.PreviousSecret)
 		}
-		eps = append(eps, ep)
+		out = append(out, dc)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, dbError("webhooks: claim deliveries", err)
-	}
-	type candidate struct {
-		id   string
-		next time.Time
-	}
-	var cands []candidate
-	for _, ep := range eps {
-		slots := min(d.PerEndpoint-busy[ep], limit)
-		if slots <= 0 {
-			continue
-		}
-		rows, err := d.st.wsq.QueryContext(ctx, `SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
-			WHERE d.endpoint_id = ?2 AND `+dueWhere+` ORDER BY d.next_attempt_at LIMIT ?3`, now, ep, slots)
-		if err != nil {
-			return nil, dbError("webhooks: claim deliveries", err)
-		}
-		for rows.Next() {
-			var c candidate
-			if err := rows.Scan(&c.id, &c.next); err != nil {
-				rows.Close()
-				return nil, dbError("webhooks: claim deliveries", err)
-			}
-			cands = append(cands, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, dbError("webhooks: claim deliveries", err)
-		}
-	}
-	if len(cands) == 0 {
-		return nil, nil
-	}
-	slices.SortStableFunc(cands, func(a, b candidate) int { return a.next.Compare(b.next) })
-	cands = cands[:min(len(cands), limit)]
-	args := []any{now, token, now.Add(d.Lease)}
-	in := make([]string, len(cands))
-	for i, c := range cands {
-		args = append(args, c.id)
-		in[i] = "?" + strconv.Itoa(len(args))
-	}
-	if _, err := d.st.wsq.ExecContext(ctx, `UPDATE webhook_deliveries AS d SET claim = ?2, claimed_until = ?3
-		WHERE d.id IN (`+strings.Join(in, ", ")+`) AND `+dueWhere+`
-		AND d.endpoint_id IN (SELECT id FROM webhook_endpoints WHERE enabled)`, args...); err != nil {
-		return nil, dbError("webhooks: claim deliveries", err)
-	}
-	rows, err = d.st.wsq.QueryContext(ctx, `SELECT d.id, d.message_id, d.endpoint_id, m.event_type, m.payload,
-		w.url, w.format, w.secret, w.previous_secret, w.previous_secret_until, d.attempts, w.failing_since
-		FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
-		JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE d.claim = ?1`, token)
-	if err != nil {
-		return nil, dbError("webhooks: read claimed deliveries", err)
-	}
-	return d.scanClaimed(rows, token, now)
-}
-
-// scanClaimed reads claimed deliveries and closes rows.
-func (d *Dispatcher) scanClaimed(rows *sql.Rows, token string, now time.Time) ([]due, error) {
-	defer rows.Close()
-	var out []due
-	for rows.Next() {
-		c := due{claim: token}
-		var secret string
-		var prev *string
-		var prevUntil *time.Time
-		if err := rows.Scan(&c.id, &c.messageID, &c.endpointID, &c.eventType, &c.payload, &c.url, &c.format,
-			&secret, &prev, &prevUntil, &c.attempts, &c.failingSince); err != nil {
-			return nil, dbError("webhooks: read claimed deliveries", err)
-		}
-		c.secrets = []string{secret}
-		if prev != nil && prevUntil != nil && prevUntil.After(now) {
-			c.secrets = append(c.secrets, *prev)
-		}
-		out = append(out, c)
-	}
-	return out, dbErrorOrNil("webhooks: read claimed deliveries", rows.Err())
+	return out, nil
 }
 
 // outcome of one send.
@@ -356,25 +231,25 @@ func (d *Dispatcher) send(ctx context.Context, c due) {
 		res = d.post(ctx, c, body)
 	}
 	if err := d.record(ctx, c, res); err != nil {
-		d.log.Error("webhooks: record attempt", "delivery", c.id, "err", err)
+		d.log.Error("webhooks: record attempt", "delivery", c.ID, "err", err)
 	}
 }
 
 func (d *Dispatcher) body(c due) ([]byte, error) {
-	if c.format != FormatSlack {
-		return c.payload, nil
+	if c.Format != FormatSlack {
+		return c.Payload, nil
 	}
-	return slackBody(c.payload, d.PublicURL)
+	return slackBody(c.Payload, d.PublicURL)
 }
 
 func (d *Dispatcher) post(ctx context.Context, c due, body []byte) sendResult {
 	ts := d.now()
-	msgID := "msg_" + c.messageID
+	msgID := "msg_" + c.MessageID
 	sig, err := signatures(c.secrets, msgID, ts, body)
 	if err != nil {
 		return sendResult{err: err}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
 	if err != nil {
 		return sendResult{err: err}
 	}
@@ -425,7 +300,7 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 func (d *Dispatcher) record(ctx context.Context, c due, r sendResult) error {
 	now := d.now()
 	ok := r.err == nil && r.status >= 200 && r.status < 300
-	attempts := c.attempts + 1
+	attempts := c.Attempts + 1
 	var errText *string
 	if r.err != nil {
 		s := dbText(r.err.Error())
@@ -456,72 +331,26 @@ func (d *Dispatcher) record(ctx context.Context, c due, r sendResult) error {
 		at := now.Add(wait)
 		state, next, result = DeliveryPending, &at, "retrying"
 	}
-	if !ok && disable == "" && c.failingSince != nil && now.Sub(*c.failingSince) > d.DisableAfter {
-		disable = fmt.Sprintf("failing without a success since %s", c.failingSince.UTC().Format(time.RFC3339))
+	if !ok && disable == "" && c.FailingSince != nil && now.Sub(*c.FailingSince) > d.DisableAfter {
+		disable = fmt.Sprintf("failing without a success since %s", c.FailingSince.UTC().Format(time.RFC3339))
 	}
-	// The attempt is kept even if the lease passed and another dispatcher
-	// took the delivery over: the request was sent.
-	insertAttempt := `INSERT INTO webhook_attempts (id, delivery_id, attempted_at, status_code, latency_ms,
-		response_excerpt, error) VALUES ($1, $2, $3, $4, $5, $6, $7)`
-	attemptArgs := []any{newID(), c.id, now, status, int(r.latency.Milliseconds()), r.excerpt, errText}
-	updateDelivery := `UPDATE webhook_deliveries SET state = $1, attempts = $2, next_attempt_at = coalesce($3, next_attempt_at),
-		last_status = $4, last_error = $5, claim = NULL, claimed_until = NULL, updated_at = $6 WHERE id = $7 AND claim = $8`
-	deliveryArgs := []any{state, attempts, next, status, errText, now, c.id, c.claim}
-	var updateEndpoint string
-	var endpointArgs []any
+	p := &driver.DeliveryRecordAttemptParams{AttemptID: newID(), DeliveryID: c.ID, Claim: c.claim, Now: now,
+		StatusCode: status, LatencyMS: int(r.latency.Milliseconds()), Excerpt: r.excerpt, Error: errText,
+		State: state, Attempts: attempts, NextAttempt: next, EndpointID: c.EndpointID, Endpoint: driver.EndpointFailing}
 	switch {
 	case ok:
-		updateEndpoint = `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`
-		endpointArgs = []any{c.endpointID}
+		p.Endpoint = driver.EndpointSucceeded
 	case disable != "":
-		updateEndpoint = `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = $3 WHERE id = $1`
-		endpointArgs = []any{c.endpointID, disable, now}
-	default:
-		updateEndpoint = `UPDATE webhook_endpoints SET failing_since = $2 WHERE id = $1 AND failing_since IS NULL`
-		endpointArgs = []any{c.endpointID, now}
+		p.Endpoint, p.DisableWhy = driver.EndpointDisable, disable
 	}
-	var err error
-	if d.st.Dialect == Postgres {
-		// One statement, one round trip: data-modifying CTEs all run.
-		q, args := "WITH attempt AS ("+insertAttempt+")", attemptArgs
-		q, args = q+", delivery AS ("+shiftParams(updateDelivery, len(args))+")", append(args, deliveryArgs...)
-		q, args = q+" "+shiftParams(updateEndpoint, len(args)), append(args, endpointArgs...)
-		_, err = d.st.wsq.ExecContext(ctx, q, args...)
-	} else {
-		err = d.recordSQLite(ctx, [][]any{attemptArgs, deliveryArgs, endpointArgs}, insertAttempt, updateDelivery, updateEndpoint)
-	}
+	err := d.st.ex.DeliveryRecordAttempt(ctx, p)
 	if disable != "" {
-		d.log.Warn("webhooks: endpoint disabled", "endpoint", c.endpointID, "reason", disable)
+		d.log.Warn("webhooks: endpoint disabled", "endpoint", c.EndpointID, "reason", disable)
 	}
 	if d.OnResult != nil {
 		d.OnResult(result, r.latency)
 	}
 	return dbErrorOrNil("webhooks: record attempt", err)
-}
-
-// recordSQLite runs the statements of record in one transaction of the
-// single writer.
-func (d *Dispatcher) recordSQLite(ctx context.Context, args [][]any, stmts ...string) error {
-	tx, err := d.st.wsq.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	for i, q := range stmts {
-		if _, err := tx.ExecContext(ctx, d.st.rebind(q), args[i]...); err != nil {
-			return err
-		}
-	}
-	return tx.Commit()
-}
-
-// shiftParams renumbers the $n placeholders of q by offset, so statements
-// written on their own can share one argument list.
-func shiftParams(q string, offset int) string {
-	return placeholder.ReplaceAllStringFunc(q, func(p string) string {
-		n, _ := strconv.Atoi(p[1:])
-		return "$" + strconv.Itoa(n+offset)
-	})
 }
 
 // jitter spreads a wait by ±10% so retries of many deliveries do not arrive
@@ -538,19 +367,19 @@ func slackBody(payload []byte, publicURL string) ([]byte, error) {
 		return nil, fmt.Errorf("webhooks: read message: %w", err)
 	}
 	var lines []string
-	title := m.Type
+	title := string(m.Type)
 	if a := m.Data.Action; a != nil {
 		link := strings.TrimRight(publicURL, "/") + "/actions/" + a.ID
 		// text is the notification line, and Slack parses markup there too.
 		title = fmt.Sprintf("%s: %s in %s", m.Type, slackEscape(a.Tool), a.Namespace)
-		lines = append(lines, fmt.Sprintf("*%s* — <%s|%s>", slackEscape(m.Type), link, slackEscape(a.Key)),
+		lines = append(lines, fmt.Sprintf("*%s* — <%s|%s>", slackEscape(string(m.Type)), link, slackEscape(a.Key)),
 			fmt.Sprintf("namespace `%s` · tool `%s` · status *%s* · attempt %d", slackEscape(a.Namespace),
 				slackEscape(a.Tool), a.Status, a.Attempt))
 		if a.Reference != nil {
 			lines = append(lines, "reference: "+slackEscape(*a.Reference))
 		}
 	} else {
-		lines = append(lines, "*"+slackEscape(m.Type)+"* — a test message from Arbiter")
+		lines = append(lines, "*"+slackEscape(string(m.Type))+"* — a test message from Arbiter")
 	}
 	if dec := m.Data.Decision; dec != nil {
 		lines = append(lines, fmt.Sprintf("%s decided *%s*: %s", slackEscape(dec.Operator), dec.Decision, slackEscape(dec.Reason)))
@@ -578,21 +407,9 @@ type QueueStats struct {
 // would make the oldest pending age grow for as long as the endpoint stays
 // off and hide a queue that is really stuck.
 func (d *Dispatcher) Queue(ctx context.Context) (QueueStats, error) {
-	var n int64
-	var oldest *time.Time
-	row := d.st.rsq.QueryRowContext(ctx, `SELECT count(*), min(d.created_at) FROM webhook_deliveries d
-		JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE d.state = 'pending' AND w.enabled`)
-	var raw any
-	if err := row.Scan(&n, &raw); err != nil {
+	n, oldest, err := d.st.ex.DeliveryQueueStats(ctx)
+	if err != nil {
 		return QueueStats{}, dbError("webhooks: queue stats", err)
-	}
-	switch v := raw.(type) {
-	case time.Time:
-		oldest = &v
-	case string:
-		if t, err := time.Parse("2006-01-02 15:04:05.999999999-07:00", v); err == nil {
-			oldest = &t
-		}
 	}
 	st := QueueStats{Pending: n}
 	if oldest != nil {

@@ -14,6 +14,8 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // Limits of the wire contract.
@@ -34,22 +36,22 @@ const (
 // EntryInput is one ledger entry as an agent sends it. Pointers tell absent
 // fields from zero values.
 type EntryInput struct {
-	Key         string          `json:"key"`
-	Type        string          `json:"type"`
-	Tool        *string         `json:"tool,omitempty"`
-	Effect      *string         `json:"effect,omitempty"`
-	Params      json.RawMessage `json:"params,omitempty"`
-	Timeout     *float64        `json:"timeout,omitempty"`
-	Reference   *string         `json:"reference,omitempty"`
-	Agent       *string         `json:"agent,omitempty"`
-	RunID       *string         `json:"run_id,omitempty"`
-	Attempt     *int            `json:"attempt,omitempty"`
-	Result      json.RawMessage `json:"result,omitempty"`
-	ExternalRef *string         `json:"external_ref,omitempty"`
-	Error       *string         `json:"error,omitempty"`
-	Retriable   *bool           `json:"retriable,omitempty"`
-	Message     *string         `json:"message,omitempty"`
-	OccurredAt  *time.Time      `json:"occurred_at,omitempty"`
+	Key         string           `json:"key"`
+	Type        record.EntryType `json:"type"`
+	Tool        *string          `json:"tool,omitempty"`
+	Effect      *record.Effect   `json:"effect,omitempty"`
+	Params      json.RawMessage  `json:"params,omitempty"`
+	Timeout     *float64         `json:"timeout,omitempty"`
+	Reference   *string          `json:"reference,omitempty"`
+	Agent       *string          `json:"agent,omitempty"`
+	RunID       *string          `json:"run_id,omitempty"`
+	Attempt     *int             `json:"attempt,omitempty"`
+	Result      json.RawMessage  `json:"result,omitempty"`
+	ExternalRef *string          `json:"external_ref,omitempty"`
+	Error       *string          `json:"error,omitempty"`
+	Retriable   *bool            `json:"retriable,omitempty"`
+	Message     *string          `json:"message,omitempty"`
+	OccurredAt  *time.Time       `json:"occurred_at,omitempty"`
 }
 
 // DecodeEntry parses one entry strictly (unknown fields and trailing data are
@@ -219,13 +221,13 @@ func jsonTypeName(goType string) string {
 
 // allowed lists, per type, the optional fields besides key, type, agent,
 // run_id and occurred_at.
-var allowedFields = map[string][]string{
-	TypeIntent:      {"tool", "effect", "params", "timeout", "reference"},
-	TypeHeartbeat:   {"attempt", "timeout"},
-	TypeSucceeded:   {"attempt", "result", "external_ref"},
-	TypeFailed:      {"attempt", "error", "retriable"},
-	TypeCompensated: {"attempt", "external_ref"},
-	TypeNote:        {"attempt", "message"},
+var allowedFields = map[record.EntryType][]string{
+	record.TypeIntent:      {"tool", "effect", "params", "timeout", "reference"},
+	record.TypeHeartbeat:   {"attempt", "timeout"},
+	record.TypeSucceeded:   {"attempt", "result", "external_ref"},
+	record.TypeFailed:      {"attempt", "error", "retriable"},
+	record.TypeCompensated: {"attempt", "external_ref"},
+	record.TypeNote:        {"attempt", "message"},
 }
 
 // Validate checks the rules of SPEC's entry table.
@@ -272,7 +274,7 @@ func (in *EntryInput) Validate() error {
 			return Errorf(CodeInvalid, "field \"timeout\" must be between 1 and 604800 seconds, got %v", t)
 		}
 	}
-	if in.Type != TypeIntent && in.Type != TypeNote {
+	if in.Type != record.TypeIntent && in.Type != record.TypeNote {
 		if in.Attempt == nil {
 			return Errorf(CodeInvalid, "field \"attempt\" is required for %s entries", in.Type)
 		}
@@ -281,7 +283,7 @@ func (in *EntryInput) Validate() error {
 		return Errorf(CodeInvalid, "field \"attempt\" must be between 1 and %d, got %d", MaxAttempt, *in.Attempt)
 	}
 	switch in.Type {
-	case TypeIntent:
+	case record.TypeIntent:
 		if in.Tool == nil || *in.Tool == "" {
 			return Errorf(CodeInvalid, "field \"tool\" is required for intent entries")
 		}
@@ -290,7 +292,7 @@ func (in *EntryInput) Validate() error {
 		}
 		if in.Effect != nil {
 			switch *in.Effect {
-			case EffectReadOnly, EffectIdempotent, EffectKeyed, EffectUnkeyed:
+			case record.EffectReadOnly, record.EffectIdempotent, record.EffectKeyed, record.EffectUnkeyed:
 			default:
 				return Errorf(CodeInvalid, "unknown effect %q: use read_only, idempotent, keyed or unkeyed", *in.Effect)
 			}
@@ -306,21 +308,21 @@ func (in *EntryInput) Validate() error {
 				return err
 			}
 		}
-	case TypeSucceeded:
+	case record.TypeSucceeded:
 		if len(in.Result) > MaxJSONBytes {
 			return Errorf(CodeInvalid, "field \"result\" is %d bytes; the limit is %d", len(in.Result), MaxJSONBytes)
 		}
 		if err := checkJSONField("result", in.Result); err != nil {
 			return err
 		}
-	case TypeFailed:
+	case record.TypeFailed:
 		if in.Error == nil || *in.Error == "" {
 			return Errorf(CodeInvalid, "field \"error\" is required for failed entries")
 		}
 		if err := checkText("error", *in.Error, MaxTextBytes); err != nil {
 			return err
 		}
-	case TypeNote:
+	case record.TypeNote:
 		if in.Message == nil || *in.Message == "" {
 			return Errorf(CodeInvalid, "field \"message\" is required for note entries")
 		}

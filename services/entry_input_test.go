@@ -11,6 +11,7 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // bigObject returns a JSON object of exactly n bytes.
@@ -28,7 +29,7 @@ func TestDecodeEntryAcceptsValidEntries(t *testing.T) {
 	}{
 		{"minimal intent", `{"key":"k","type":"intent","tool":"t"}`, func(t *testing.T, in services.EntryInput) {
 			require.Equal(t, "k", in.Key)
-			require.Equal(t, "intent", in.Type)
+			require.Equal(t, record.TypeIntent, in.Type)
 			require.Equal(t, "t", *in.Tool)
 			require.Nil(t, in.Effect)
 			require.Nil(t, in.Params)
@@ -37,7 +38,7 @@ func TestDecodeEntryAcceptsValidEntries(t *testing.T) {
 		{"intent with every field", `{"key":"refund:order-8812","type":"intent","tool":"payments.refund","effect":"keyed",
 			"params":{"a":1},"timeout":604800,"reference":"order 8812","agent":"bot","run_id":"r1","occurred_at":"2026-11-30T10:00:00+02:00"}`,
 			func(t *testing.T, in services.EntryInput) {
-				require.Equal(t, "keyed", *in.Effect)
+				require.Equal(t, record.EffectKeyed, *in.Effect)
 				require.JSONEq(t, `{"a":1}`, string(in.Params))
 				require.Equal(t, 604800.0, *in.Timeout)
 				require.Equal(t, "order 8812", *in.Reference)
@@ -226,14 +227,14 @@ func TestBadInputIsRejectedNotFailed(t *testing.T) {
 		raws := append([]string{intentK}, bad...)
 		raws = append(raws, succeeded1)
 		res := submitAll(t, f.l, f.agent, raws...)
-		require.Equal(t, "proceed", res[0].Outcome)
+		require.Equal(t, record.OutcomeProceed, res[0].Outcome)
 		for i := range bad {
 			r := res[i+1]
-			require.Equal(t, "rejected", r.Outcome, "entry %s", bad[i])
+			require.Equal(t, record.OutcomeRejected, r.Outcome, "entry %s", bad[i])
 			require.Equal(t, services.CodeInvalid, r.Error.Code, "entry %s: %s", bad[i], r.Error.Message)
 		}
-		require.Equal(t, "recorded", res[len(res)-1].Outcome)
-		require.Equal(t, []string{"intent", "succeeded"}, entryTypes(f.entries(t, res[0].Action.ID)))
+		require.Equal(t, record.OutcomeRecorded, res[len(res)-1].Outcome)
+		require.Equal(t, []record.EntryType{"intent", "succeeded"}, entryTypes(f.entries(t, res[0].Action.ID)))
 		_, err := f.l.ActionByKey(context.Background(), f.agent, "", "k2")
 		require.ErrorIs(t, err, services.ErrNotFound)
 	})
@@ -248,7 +249,7 @@ func TestInvalidUTF8KeysDoNotCollide(t *testing.T) {
 		a := submit(t, f.l, f.agent, "{\"key\":\"order-\xff\",\"type\":\"intent\",\"tool\":\"t\"}")
 		b := submit(t, f.l, f.agent, "{\"key\":\"order-\xfe\",\"type\":\"intent\",\"tool\":\"t\"}")
 		for _, r := range []services.EntryResult{a, b} {
-			require.Equal(t, "rejected", r.Outcome)
+			require.Equal(t, record.OutcomeRejected, r.Outcome)
 			require.Equal(t, services.CodeInvalid, r.Error.Code)
 		}
 		page, err := f.l.List(context.Background(), f.agent, services.ActionFilter{})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/arbiter-ledger/arbiter/services/driver"
 )
 
 // Group commit: concurrent requests that each carry one entry are written
@@ -26,7 +28,9 @@ const groupTimeout = 30 * time.Second
 type groupItem struct {
 	p  Principal
 	in *EntryInput
-	ch *change // the new action's first entry, for the PostgreSQL insert
+	// pl and ch are the new action's first entry, decided by decideNew
+	pl plan
+	ch *driver.Change
 
 	// Set by the flush.
 	res      EntryResult

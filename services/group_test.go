@@ -12,6 +12,7 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // TestGroupCommitManyKeys: concurrent single-entry requests, which the
@@ -47,12 +48,12 @@ func TestGroupCommitManyKeys(t *testing.T) {
 			key := fmt.Sprintf("g-%d", i%keys)
 			require.Equal(t, key, r.Key)
 			require.Nil(t, r.Error)
-			require.Contains(t, []string{services.OutcomeProceed, services.OutcomeInProgress}, r.Outcome)
+			require.Contains(t, []record.Outcome{record.OutcomeProceed, record.OutcomeInProgress}, r.Outcome)
 			stored := f.action(t, key)
 			require.Equal(t, stored.ID, r.Action.ID, "the answer names the stored action of its own key")
 			require.Equal(t, key, r.Action.Key)
 			require.JSONEq(t, fmt.Sprintf(`{"n":%d}`, i%keys), string(stored.Params))
-			if r.Outcome == services.OutcomeProceed {
+			if r.Outcome == record.OutcomeProceed {
 				proceeds[key]++
 				require.Equal(t, 1, r.Entry.Seq)
 				require.Equal(t, stored.Version, r.Action.Version)
@@ -79,7 +80,7 @@ func TestBatchCreatesNewKeysTogether(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		f := newFixture(t, st, FixtureOpts{})
-		require.Equal(t, services.OutcomeProceed, submit(t, f.l, f.agent, intent(IntentOpts{Key: "old"})).Outcome)
+		require.Equal(t, record.OutcomeProceed, submit(t, f.l, f.agent, intent(IntentOpts{Key: "old"})).Outcome)
 		res := submitAll(t, f.l, f.agent,
 			intent(IntentOpts{Key: "b"}),
 			`{"key":"c","type":"succeeded","attempt":1}`,
@@ -90,15 +91,15 @@ func TestBatchCreatesNewKeysTogether(t *testing.T) {
 			intent(IntentOpts{Key: "a"}),
 			intent(IntentOpts{Key: "old", Params: `{"other":1}`}),
 		)
-		outcomes := make([]string, len(res))
+		outcomes := make([]record.Outcome, len(res))
 		for i, r := range res {
 			outcomes[i] = r.Outcome
 		}
-		require.Equal(t, []string{"proceed", "rejected", "proceed", "in_progress", "recorded", "proceed", "replay", "rejected"}, outcomes)
+		require.Equal(t, []record.Outcome{"proceed", "rejected", "proceed", "in_progress", "recorded", "proceed", "replay", "rejected"}, outcomes)
 		require.Equal(t, "not_found", res[1].Error.Code)
 		require.Equal(t, "key_reused", res[7].Error.Code)
 		a := f.action(t, "a")
-		require.Equal(t, services.StatusSucceeded, a.Status)
+		require.Equal(t, record.StatusSucceeded, a.Status)
 		require.Equal(t, a.ID, res[2].Action.ID)
 		require.Equal(t, 1, res[2].Entry.Seq)
 		require.Len(t, f.entries(t, a.ID), 2)
@@ -147,7 +148,7 @@ func TestConcurrentMixedBatches(t *testing.T) {
 			intents := map[int]int{}
 			for i, e := range es {
 				require.Equal(t, i+1, e.Seq, "timeline of %s has no gaps", a.Key)
-				if e.Type == services.TypeIntent {
+				if e.Type == record.TypeIntent {
 					intents[*e.Attempt]++
 				}
 			}

@@ -3,25 +3,35 @@ package services
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/arbiter-ledger/arbiter/services/driver"
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // Ledger records agents' entries and operators' decisions and keeps the
-// authoritative action per key.
+// authoritative action per key. Every change it makes is decided by its
+// rules table and written by commit (commit.go).
 type Ledger struct {
 	st  *Store
 	now func() time.Time
+	// rules and deadlines are the state machine (machine.go); tests may
+	// give a ledger tables of its own.
+	rules     ruleTable
+	deadlines deadlineTable
 	// alerted is called after a change that wrote webhook messages commits,
 	// to wake the dispatcher without waiting for its next poll.
 	alerted func()
 	// group writes concurrent single entries together (group commit): new
-	// intents on PostgreSQL, every entry on SQLite.
+	// intents where writers run side by side, every entry where there is a
+	// single writer.
 	group *grouper
+	// singleWriter: the database takes one write transaction at a time.
+	singleWriter bool
 	// grouped observes the size of every group written.
 	grouped func(entries int)
 }
@@ -42,17 +52,13 @@ func (l *Ledger) observeGroup(n int) {
 
 // NewLedger returns a ledger on st.
 func NewLedger(st *Store) *Ledger {
-	l := &Ledger{st: st, now: utcNow}
-	if st.Dialect == Postgres {
-		// Each flusher is one statement in flight. Fewer flushers make
-		// bigger groups: on 2 cores with 16 agents, 1 flusher reached
-		// 1.05x the pgbench limit, 2 reached 0.95x, 4 0.84x and 8 0.62x.
-		// Two, so that a statement waiting on a lock (another writer
-		// creating the same key) does not hold up every new intent.
-		l.group = &grouper{flushers: 2, flush: l.flushIntentsPostgres}
+	c := st.drv.Concurrency()
+	l := &Ledger{st: st, now: utcNow, rules: rules, deadlines: deadlines, singleWriter: c.SingleWriter}
+	if c.SingleWriter {
+		// One transaction at a time: concurrent entries share it.
+		l.group = &grouper{flushers: c.Flushers, flush: l.flushShared}
 	} else {
-		// SQLite has one writer: one transaction at a time.
-		l.group = &grouper{flushers: 1, flush: l.flushSQLite}
+		l.group = &grouper{flushers: c.Flushers, flush: l.flushNew}
 	}
 	return l
 }
@@ -62,15 +68,15 @@ const maxRaces = 50
 
 // EntryResult answers one entry.
 type EntryResult struct {
-	Key        string     `json:"key"`
-	Type       string     `json:"type"`
-	Outcome    string     `json:"outcome"`
-	Attempt    *int       `json:"attempt"`
-	LeaseUntil *time.Time `json:"lease_until"`
-	Action     *Action    `json:"action"`
-	Error      *Error     `json:"error"`
+	Key        string           `json:"key"`
+	Type       record.EntryType `json:"type"`
+	Outcome    record.Outcome   `json:"outcome"`
+	Attempt    *int             `json:"attempt"`
+	LeaseUntil *time.Time       `json:"lease_until"`
+	Action     *record.Action   `json:"action"`
+	Error      *Error           `json:"error"`
 	// Entry is what was appended to the timeline, if anything.
-	Entry *Entry `json:"-"`
+	Entry *record.Entry `json:"-"`
 }
 
 // Submit applies raw entries. Each one is decoded, validated and answered on
@@ -94,7 +100,7 @@ func (l *Ledger) Submit(ctx context.Context, p Principal, raws [][]byte) ([]Entr
 		in, err := DecodeEntry(raw)
 		if err != nil {
 			e, _ := AsError(err)
-			out[i] = EntryResult{Key: in.Key, Type: in.Type, Outcome: OutcomeRejected, Error: e}
+			out[i] = EntryResult{Key: in.Key, Type: in.Type, Outcome: record.OutcomeRejected, Error: e}
 			continue
 		}
 		ins[i] = &in
@@ -125,11 +131,11 @@ func (l *Ledger) Submit(ctx context.Context, p Principal, raws [][]byte) ([]Entr
 }
 
 // applyAll decides and records entries in one unit. Intents that are the
-// first entry sent for their key are written first, together, as if their
-// key were new; the others, and those whose key existed, are then decided
-// one by one on the stored action. Entries are taken in (namespace, key)
-// order, stably, so concurrent units lock actions in the same order and
-// entries for one key are applied in the order sent.
+// first entry sent for their key are decided first, together, as if their
+// key were new, and written in one set; the others, and those whose key
+// existed, are then decided one by one on the stored action. Entries are
+// taken in (namespace, key) order, stably, so concurrent units lock actions
+// in the same order and entries for one key are applied in the order sent.
 func (l *Ledger) applyAll(ctx context.Context, u *unit, items []*groupItem) error {
 	order := make([]int, len(items))
 	for i := range order {
@@ -141,11 +147,10 @@ func (l *Ledger) applyAll(ctx context.Context, u *unit, items []*groupItem) erro
 		return cmp.Or(strings.Compare(x.p.Namespace, y.p.Namespace), strings.Compare(x.in.Key, y.in.Key))
 	})
 	now := l.now()
-	var idx []int
-	var chs []*change
+	var fresh []*groupItem
 	for k, i := range order {
 		it := items[i]
-		if it.in.Type != TypeIntent {
+		if it.in.Type != record.TypeIntent {
 			continue
 		}
 		if k > 0 {
@@ -153,20 +158,12 @@ func (l *Ledger) applyAll(ctx context.Context, u *unit, items []*groupItem) erro
 				continue
 			}
 		}
-		if ch := newAction(it.p, it.in, now); ch != nil {
-			idx, chs = append(idx, i), append(chs, ch)
+		if l.decideNew(it, now) {
+			fresh = append(fresh, it)
 		}
 	}
-	if len(chs) > 0 {
-		written, err := l.insertIntents(ctx, u.w, chs)
-		if err != nil {
-			return err
-		}
-		for k, i := range idx {
-			if written[k] {
-				items[i].res, items[i].written = created(items[i].in, chs[k]), true
-			}
-		}
+	if err := l.insertNew(ctx, u, fresh); err != nil {
+		return err
 	}
 	for _, i := range order {
 		it := items[i]
@@ -182,19 +179,50 @@ func (l *Ledger) applyAll(ctx context.Context, u *unit, items []*groupItem) erro
 	return nil
 }
 
-// submitOne records a request's only entry through the group commit: on
-// PostgreSQL a new intent is written first and the stored action read only
-// if its key exists already; on SQLite every entry joins the writer's next
-// transaction.
+// decideNew decides it as the first entry of a key without reading the
+// key: if that creates the action, it.ch holds the change and it reports
+// true. Whether the key is new is learnt by writing.
+func (l *Ledger) decideNew(it *groupItem, now time.Time) bool {
+	actor := actorOf(it.p, it.in)
+	pl := l.rules.transition(&step{now: now, ns: it.p.Namespace, in: it.in, actor: actor})
+	if pl.next == nil || pl.record == nil {
+		return false
+	}
+	it.pl, it.ch = pl, l.newChange(nil, pl, actor, it.in, now)
+	return true
+}
+
+// insertNew writes the new actions of items in one set and answers those
+// written; the others' keys existed, and they are decided again on the
+// stored action.
+func (l *Ledger) insertNew(ctx context.Context, u *unit, items []*groupItem) error {
+	if len(items) == 0 {
+		return nil
+	}
+	chs := make([]*driver.Change, len(items))
+	for i, it := range items {
+		chs[i] = it.ch
+	}
+	written, err := l.write(ctx, u, chs)
+	if err != nil {
+		return err
+	}
+	for i, it := range items {
+		if written[i] {
+			it.res, it.written = answerWith(it.in, it.pl, it.ch), true
+		}
+	}
+	return nil
+}
+
+// submitOne records a request's only entry through the group commit: where
+// writers run side by side, a new intent is written first and the stored
+// action read only if its key exists already; with a single writer every
+// entry joins the writer's next transaction.
 func (l *Ledger) submitOne(ctx context.Context, p Principal, in *EntryInput) (EntryResult, error) {
 	it := &groupItem{p: p, in: in}
-	if l.st.Dialect == Postgres {
-		if in.Type != TypeIntent {
-			return l.applyAlone(ctx, p, in)
-		}
-		if it.ch = newAction(p, in, l.now()); it.ch == nil {
-			return l.applyAlone(ctx, p, in)
-		}
+	if !l.singleWriter && (in.Type != record.TypeIntent || !l.decideNew(it, l.now())) {
+		return l.applyAlone(ctx, p, in)
 	}
 	l.group.do(it)
 	switch {
@@ -217,27 +245,22 @@ func (l *Ledger) applyAlone(ctx context.Context, p Principal, in *EntryInput) (E
 	return res, err
 }
 
-// flushIntentsPostgres writes a group of new intents in one statement.
-func (l *Ledger) flushIntentsPostgres(ctx context.Context, items []*groupItem) {
+// flushNew writes a group of new actions, decided by decideNew, in one set.
+func (l *Ledger) flushNew(ctx context.Context, items []*groupItem) {
 	l.observeGroup(len(items))
-	chs := make([]*change, len(items))
-	for i, it := range items {
-		chs[i] = it.ch
+	u := l.single()
+	err := l.insertNew(ctx, u, items)
+	for _, it := range items {
+		it.err = err
 	}
-	written, err := l.insertIntents(ctx, l.st.wsq, chs)
-	for i, it := range items {
-		switch {
-		case err != nil:
-			it.err = err
-		case written[i]:
-			it.res, it.written = created(it.in, it.ch), true
-		}
+	if err == nil && u.alerted {
+		l.wakeDispatcher()
 	}
 }
 
-// flushSQLite writes a group of entries in one transaction on the writer
-// connection, so they share one commit.
-func (l *Ledger) flushSQLite(ctx context.Context, items []*groupItem) {
+// flushShared writes a group of entries in one transaction on the single
+// writer, so they share one commit.
+func (l *Ledger) flushShared(ctx context.Context, items []*groupItem) {
 	l.observeGroup(len(items))
 	err := l.inTx(ctx, func(u *unit) error { return l.applyAll(ctx, u, items) })
 	for _, it := range items {
@@ -248,74 +271,19 @@ func (l *Ledger) flushSQLite(ctx context.Context, items []*groupItem) {
 	}
 }
 
-// newAction is the change that creates the action for an intent if its key
-// is new, or nil if the intent would be refused anyway.
-func newAction(p Principal, in *EntryInput, now time.Time) *change {
-	actor := actorOf(p, in)
-	pl := firstEntry(p.Namespace, in, actor.Name, now)
-	if pl.record == nil {
-		return nil
-	}
-	return newChange(nil, pl, actor, in, now)
+// answerWith answers an entry whose change ch was written as plan pl said.
+func answerWith(in *EntryInput, pl plan, ch *driver.Change) EntryResult {
+	e := ch.Entry
+	res := EntryResult{Key: in.Key, Type: in.Type, Outcome: pl.outcome, Error: pl.err, Entry: &e}
+	return res.withAction(ch.Next.Clone())
 }
 
-// created answers an intent whose action ch created.
-func created(in *EntryInput, ch *change) EntryResult {
-	act := ch.next.clone()
-	act.Version, act.entrySeq = 1, 1
-	e := ch.entry
-	e.Seq = 1
-	res := EntryResult{Key: in.Key, Type: in.Type, Outcome: OutcomeProceed, Entry: &e}
-	return res.withAction(act)
-}
-
-func actorOf(p Principal, in *EntryInput) Actor {
-	actor := Actor{Kind: "agent", Name: p.Name}
+func actorOf(p Principal, in *EntryInput) record.Actor {
+	actor := record.Actor{Kind: record.ActorAgent, Name: p.Name}
 	if in.Agent != nil && *in.Agent != "" {
 		actor.Name = *in.Agent
 	}
 	return actor
-}
-
-func newChange(prev *Action, pl plan, actor Actor, in *EntryInput, now time.Time) *change {
-	return &change{prev: prev, next: pl.next, events: pl.events, entry: Entry{
-		ID: newID(), Type: pl.record.typ, Actor: actor, Attempt: pl.record.attempt,
-		Payload: marshalPayload(pl.record.payload), OccurredAt: utcPtr(in.OccurredAt), RecordedAt: now,
-	}}
-}
-
-// inTx runs fn in one write transaction and wakes the dispatcher after the
-// commit if fn wrote alerts.
-func (l *Ledger) inTx(ctx context.Context, fn func(*unit) error) error {
-	tx, err := l.st.wsq.BeginTx(ctx, nil)
-	if err != nil {
-		return dbError("ledger: begin", err)
-	}
-	u := &unit{r: tx, w: tx, inTx: true}
-	if err := fn(u); err != nil {
-		tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return dbError("ledger: commit", err)
-	}
-	if u.alerted {
-		l.wakeDispatcher()
-	}
-	return nil
-}
-
-// inTxRetry is inTx, run again when PostgreSQL aborted the transaction to
-// break a deadlock. Batches lock actions in key order, but the new actions
-// of a batch are created first, in one statement, so two batches that each
-// create a key the other then updates can still wait on each other.
-func (l *Ledger) inTxRetry(ctx context.Context, fn func(*unit) error) error {
-	for try := 1; ; try++ {
-		err := l.inTx(ctx, fn)
-		if try == 3 || !deadlocked(err) {
-			return err
-		}
-	}
 }
 
 // apply decides and records one valid entry, deciding again whenever another
@@ -323,48 +291,47 @@ func (l *Ledger) inTxRetry(ctx context.Context, fn func(*unit) error) error {
 func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput) (EntryResult, error) {
 	actor := actorOf(p, in)
 	for range maxRaces {
-		act, err := l.actionByKey(ctx, u.r, p.Namespace, in.Key)
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			return EntryResult{}, err
+		act, err := u.ex.ActionGetByKey(ctx, p.Namespace, in.Key)
+		if errors.Is(err, driver.ErrNotFound) {
+			act, err = nil, nil
+		}
+		if err != nil {
+			return EntryResult{}, dbError(fmt.Sprintf("ledger: read action %q", in.Key), err)
 		}
 		now := l.now()
 		var pl plan
-		if act == nil {
-			pl = firstEntry(p.Namespace, in, actor.Name, now)
-		} else {
-			// A resent outcome is a duplicate whatever happened since. While
-			// the action is in progress none can have been recorded, so the
-			// hot path skips the look-up.
-			dup := false
-			if act.Status != StatusInProgress {
-				if dup, err = l.alreadyRecorded(ctx, u.r, act, in); err != nil {
-					return EntryResult{}, err
-				}
-			}
-			if dup {
-				pl = plan{outcome: OutcomeDuplicate}
-			} else {
-				pl = transition(&step{now: now, act: act, in: in, actor: actor})
+		// A resent outcome is a duplicate whatever happened since. While
+		// the action is in progress none can have been recorded, so the
+		// hot path skips the look-up.
+		dup := false
+		if act != nil && act.Status != record.StatusInProgress {
+			if dup, err = l.alreadyRecorded(ctx, u, act, in); err != nil {
+				return EntryResult{}, err
 			}
 		}
-		res := EntryResult{Key: in.Key, Type: in.Type, Outcome: pl.outcome, Error: pl.err, Action: act}
+		if dup {
+			pl = plan{outcome: record.OutcomeDuplicate}
+		} else {
+			pl = l.rules.transition(&step{now: now, ns: p.Namespace, act: act, in: in, actor: actor})
+		}
+		res := EntryResult{Key: in.Key, Type: in.Type, Outcome: pl.outcome, Error: pl.err}
 		if pl.record == nil {
 			return res.withAction(act), nil
 		}
-		stored, entry, err := l.commitIn(ctx, u, newChange(act, pl, actor, in, now))
-		if errors.Is(err, errLostRace) {
-			continue
-		}
+		ch := l.newChange(act, pl, actor, in, now)
+		written, err := l.write(ctx, u, []*driver.Change{ch})
 		if err != nil {
 			return EntryResult{}, err
 		}
-		res.Entry = entry
-		return res.withAction(stored), nil
+		if !written[0] {
+			continue // lost a race: read again and decide again
+		}
+		return answerWith(in, pl, ch), nil
 	}
 	return EntryResult{}, Errorf(CodeConflict, "key %q is changing too fast to record this entry; retry it", in.Key)
 }
 
-func (r EntryResult) withAction(a *Action) EntryResult {
+func (r EntryResult) withAction(a *record.Action) EntryResult {
 	r.Action = a
 	if a != nil {
 		n := a.Attempt
@@ -374,59 +341,29 @@ func (r EntryResult) withAction(a *Action) EntryResult {
 	return r
 }
 
-// firstEntry decides an entry for a key that has no action yet.
-func firstEntry(ns string, in *EntryInput, agent string, now time.Time) plan {
-	if in.Type != TypeIntent {
-		return plan{outcome: OutcomeRejected, err: Errorf(CodeNotFound,
-			"no action has key %q in namespace %q: record an intent first", in.Key, ns)}
-	}
-	fp, params, err := intentFingerprint(in)
-	if err != nil {
-		return plan{outcome: OutcomeRejected, err: err.(*Error)}
-	}
-	effect := EffectUnkeyed
-	if in.Effect != nil {
-		effect = *in.Effect
-	}
-	lease := now.Add(in.timeout())
-	one := 1
-	a := &Action{
-		ID: newID(), Namespace: ns, Key: in.Key, Tool: *in.Tool, Effect: effect,
-		Status: StatusInProgress, Attempt: 1, Version: 1, LeaseUntil: &lease,
-		Reference: in.Reference, Agent: &agent, Params: params,
-		CreatedAt: now, UpdatedAt: now, runID: in.RunID, fingerprint: fp,
-	}
-	return plan{outcome: OutcomeProceed, next: a,
-		record: &recordSpec{typ: TypeIntent, attempt: &one, payload: intentPayload(in)}}
-}
-
 // alreadyRecorded reports whether the same outcome for the same attempt is
 // already in the timeline, so a resent report is a duplicate rather than an
 // invalid transition even after the action moved on.
-func (l *Ledger) alreadyRecorded(ctx context.Context, db dbtx, a *Action, in *EntryInput) (bool, error) {
+func (l *Ledger) alreadyRecorded(ctx context.Context, u *unit, a *record.Action, in *EntryInput) (bool, error) {
 	if in.Attempt == nil || *in.Attempt != a.Attempt {
 		return false, nil
 	}
 	switch in.Type {
-	case TypeSucceeded, TypeFailed, TypeCompensated:
+	case record.TypeSucceeded, record.TypeFailed, record.TypeCompensated:
 	default:
 		return false, nil
 	}
-	q := `SELECT count(*) FROM entries WHERE action_id = $1 AND attempt = $2 AND (type = $3 OR (type = 'late_result' AND payload->>'type' = $3))`
-	if l.st.Dialect == SQLite {
-		q = `SELECT count(*) FROM entries WHERE action_id = ? AND attempt = ? AND (type = ?3 OR (type = 'late_result' AND json_extract(payload, '$.type') = ?3))`
-	}
-	var n int
-	if err := db.QueryRowContext(ctx, q, a.ID, a.Attempt, in.Type).Scan(&n); err != nil {
+	found, err := u.ex.EntryOutcomeExists(ctx, &driver.EntryOutcomeExistsParams{ActionID: a.ID, Attempt: a.Attempt, Type: in.Type})
+	if err != nil {
 		return false, dbError("ledger: look for a recorded outcome", err)
 	}
-	return n > 0, nil
+	return found, nil
 }
 
 // Decide applies an operator's decision to the action with the given id.
 // Exactly one of two concurrent decisions wins: the loser gets
 // version_conflict, whether or not it named the version it saw.
-func (l *Ledger) Decide(ctx context.Context, p Principal, actionID string, d DecisionInput) (*Action, *Entry, error) {
+func (l *Ledger) Decide(ctx context.Context, p Principal, actionID string, d DecisionInput) (*record.Action, *record.Entry, error) {
 	if !p.CanDecide() {
 		return nil, nil, Errorf(CodeForbidden, "the %s role may not take decisions; use an operator key", p.Role)
 	}
@@ -440,22 +377,7 @@ func (l *Ledger) Decide(ctx context.Context, p Principal, actionID string, d Dec
 	if d.ExpectedVersion != nil && *d.ExpectedVersion != act.Version {
 		return nil, nil, versionConflict(act, *d.ExpectedVersion)
 	}
-	r, ok := rules[event(d.Decision)][act.Status]
-	if !ok {
-		return nil, nil, Errorf(CodeInvalidTransition, "cannot %s an action that is %s; allowed now: %s",
-			d.Decision, act.Status, listOrNone(AllowedDecisions(act.Status)))
-	}
-	now := l.now()
-	actor := Actor{Kind: "operator", Name: p.Name}
-	pl := r(&step{now: now, act: act, dec: &d, actor: actor})
-	if pl.err != nil {
-		return nil, nil, pl.err
-	}
-	ch := &change{prev: act, next: pl.next, events: pl.events, entry: Entry{
-		ID: newID(), Type: pl.record.typ, Actor: actor, Attempt: pl.record.attempt,
-		Payload: marshalPayload(pl.record.payload), RecordedAt: now,
-	}}
-	stored, entry, err := l.commit(ctx, ch)
+	stored, entry, err := l.decideOn(ctx, p, act, d)
 	if errors.Is(err, errLostRace) {
 		cur, rerr := l.Action(ctx, p, actionID)
 		if rerr != nil {
@@ -463,24 +385,51 @@ func (l *Ledger) Decide(ctx context.Context, p Principal, actionID string, d Dec
 		}
 		return nil, nil, versionConflict(cur, act.Version)
 	}
+	return stored, entry, err
+}
+
+// decideOn applies a decision to the action as read; errLostRace if it
+// changed since.
+func (l *Ledger) decideOn(ctx context.Context, p Principal, act *record.Action, d DecisionInput) (*record.Action, *record.Entry, error) {
+	r, ok := l.rules[event(d.Decision)][act.Status]
+	if !ok {
+		return nil, nil, Errorf(CodeInvalidTransition, "cannot %s an action that is %s; allowed now: %s",
+			d.Decision, act.Status, listOrNone(l.rules.allowedDecisions(act.Status)))
+	}
+	now := l.now()
+	actor := record.Actor{Kind: record.ActorOperator, Name: p.Name}
+	pl := r(&step{now: now, ns: act.Namespace, act: act, dec: &d, actor: actor})
+	if pl.err != nil {
+		return nil, nil, pl.err
+	}
+	ch := l.newChange(act, pl, actor, nil, now)
+	u := l.single()
+	written, err := l.write(ctx, u, []*driver.Change{ch})
 	if err != nil {
 		return nil, nil, err
 	}
-	return stored, entry, nil
+	if !written[0] {
+		return nil, nil, errLostRace
+	}
+	if u.alerted {
+		l.wakeDispatcher()
+	}
+	e := ch.Entry
+	return ch.Next.Clone(), &e, nil
 }
 
-func versionConflict(cur *Action, seen int) *Error {
+func versionConflict(cur *record.Action, seen int) *Error {
 	return Errorf(CodeVersionConflict, "the action changed since version %d: it is now %s at version %d, attempt %d",
 		seen, cur.Status, cur.Version, cur.Attempt)
 }
 
-func listOrNone(xs []string) string {
+func listOrNone[T ~string](xs []T) string {
 	if len(xs) == 0 {
 		return "none"
 	}
-	s := xs[0]
+	s := string(xs[0])
 	for _, x := range xs[1:] {
-		s += ", " + x
+		s += ", " + string(x)
 	}
 	return s
 }
@@ -491,44 +440,4 @@ func utcPtr(t *time.Time) *time.Time {
 	}
 	u := t.UTC().Truncate(time.Microsecond)
 	return &u
-}
-
-// actionColumns is the column list scanAction reads.
-const actionColumns = `id, namespace, key, tool, effect, status, attempt, version, lease_until,
-	reference, agent, run_id, fingerprint, params, result, external_ref, retriable, entry_seq,
-	created_at, updated_at`
-
-type scanner interface{ Scan(dest ...any) error }
-
-func scanAction(row scanner) (*Action, error) {
-	var a Action
-	var lease sql.NullTime
-	var params, result []byte
-	err := row.Scan(&a.ID, &a.Namespace, &a.Key, &a.Tool, &a.Effect, &a.Status, &a.Attempt, &a.Version,
-		&lease, &a.Reference, &a.Agent, &a.runID, &a.fingerprint, &params, &result, &a.ExternalRef,
-		&a.retriable, &a.entrySeq, &a.CreatedAt, &a.UpdatedAt)
-	if err != nil {
-		return nil, err
-	}
-	if lease.Valid {
-		t := lease.Time.UTC()
-		a.LeaseUntil = &t
-	}
-	a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
-	a.Params = params
-	a.Result = nullIfEmpty(result)
-	return &a, nil
-}
-
-// actionByKey reads the action for (ns, key), or ErrNotFound.
-func (l *Ledger) actionByKey(ctx context.Context, db dbtx, ns, key string) (*Action, error) {
-	q := `SELECT ` + actionColumns + ` FROM actions WHERE namespace = $1 AND key = $2`
-	a, err := scanAction(db.QueryRowContext(ctx, l.st.rebind(q), ns, key))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, dbError(fmt.Sprintf("ledger: read action %q", key), err)
-	}
-	return a, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // The ledger behaviour suite: every test runs against PostgreSQL and SQLite
@@ -151,11 +152,11 @@ func submitAll(t *testing.T, l *services.Ledger, p services.Principal, raws ...s
 
 // IntentOpts describes an intent entry.
 type IntentOpts struct {
-	Key     string // default "k"
-	Tool    string // default "payments.refund"
-	Effect  string // default "keyed"; "-" leaves the field out
-	Params  string // default {"order":"8812","amount":10}; "-" leaves the field out
-	Timeout int    // default 60; negative leaves the field out
+	Key     string        // default "k"
+	Tool    string        // default "payments.refund"
+	Effect  record.Effect // default "keyed"; "-" leaves the field out
+	Params  string        // default {"order":"8812","amount":10}; "-" leaves the field out
+	Timeout int           // default 60; negative leaves the field out
 }
 
 func intent(o IntentOpts) string {
@@ -166,7 +167,7 @@ func intent(o IntentOpts) string {
 		o.Tool = "payments.refund"
 	}
 	if o.Effect == "" {
-		o.Effect = services.EffectKeyed
+		o.Effect = record.EffectKeyed
 	}
 	if o.Params == "" {
 		o.Params = `{"order":"8812","amount":10}`
@@ -207,15 +208,15 @@ func send(raw string) op {
 	return func(t *testing.T, f *fixture) {
 		t.Helper()
 		res := submit(t, f.l, f.agent, raw)
-		require.NotEqual(t, services.OutcomeRejected, res.Outcome, "setup entry %s: %+v", raw, res.Error)
+		require.NotEqual(t, record.OutcomeRejected, res.Outcome, "setup entry %s: %+v", raw, res.Error)
 	}
 }
 
 // decided takes a decision on key "k" that must succeed.
-func decided(decision string, mod ...func(*services.DecisionInput)) op {
+func decided(decision record.Decision, mod ...func(*services.DecisionInput)) op {
 	return func(t *testing.T, f *fixture) {
 		t.Helper()
-		d := services.DecisionInput{Decision: decision, Reason: "setup: " + decision}
+		d := services.DecisionInput{Decision: decision, Reason: "setup: " + string(decision)}
 		for _, m := range mod {
 			m(&d)
 		}
@@ -272,14 +273,14 @@ func withEvidence(d *services.DecisionInput) {
 	d.Result = json.RawMessage(`{"refund":"re_9"}`)
 }
 
-func (f *fixture) action(t *testing.T, key string) *services.Action {
+func (f *fixture) action(t *testing.T, key string) *record.Action {
 	t.Helper()
 	a, err := f.l.ActionByKey(context.Background(), f.agent, "", key)
 	require.NoError(t, err)
 	return a
 }
 
-func (f *fixture) entries(t *testing.T, actionID string) []*services.Entry {
+func (f *fixture) entries(t *testing.T, actionID string) []*record.Entry {
 	t.Helper()
 	es, err := f.l.Entries(context.Background(), f.agent, actionID)
 	require.NoError(t, err)
@@ -287,7 +288,7 @@ func (f *fixture) entries(t *testing.T, actionID string) []*services.Entry {
 }
 
 // countEntries counts every entry in the database, or those of one type.
-func countEntries(t *testing.T, st *services.Store, actionID, typ string) int {
+func countEntries(t *testing.T, st *services.Store, actionID string, typ record.EntryType) int {
 	t.Helper()
 	n, err := st.CountEntries(context.Background(), actionID, typ)
 	require.NoError(t, err)
@@ -296,12 +297,12 @@ func countEntries(t *testing.T, st *services.Store, actionID, typ string) int {
 
 // wantEntry is an entry a case expects to be appended.
 type wantEntry struct {
-	typ     string
-	actor   string // agent, operator or system
-	attempt int    // 0: the entry names no attempt
+	typ     record.EntryType
+	actor   record.ActorKind // agent, operator or system
+	attempt int              // 0: the entry names no attempt
 }
 
-func requireEntries(t *testing.T, want []wantEntry, got []*services.Entry, now time.Time) {
+func requireEntries(t *testing.T, want []wantEntry, got []*record.Entry, now time.Time) {
 	t.Helper()
 	require.Len(t, got, len(want), "appended entries: %s", describeEntries(got))
 	for i, w := range want {
@@ -318,7 +319,7 @@ func requireEntries(t *testing.T, want []wantEntry, got []*services.Entry, now t
 	}
 }
 
-func describeEntries(es []*services.Entry) string {
+func describeEntries(es []*record.Entry) string {
 	s := "["
 	for _, e := range es {
 		a := "-"
@@ -337,9 +338,9 @@ const (
 )
 
 type entryWant struct {
-	outcome string
-	code    string          // error code, "" for none
-	status  services.Status // "" when no action may exist
+	outcome record.Outcome
+	code    string        // error code, "" for none
+	status  record.Status // "" when no action may exist
 	attempt int
 	version int
 	lease   time.Duration // leaseKept, leaseNone, or the lease from now
@@ -553,7 +554,7 @@ func TestEntryTransitions(t *testing.T) {
 				for _, o := range tc.setup {
 					o(t, f)
 				}
-				var before *services.Action
+				var before *record.Action
 				if tc.setup != nil {
 					before = f.action(t, "k")
 				}
@@ -581,7 +582,7 @@ func TestEntryTransitions(t *testing.T) {
 					return
 				}
 				stored := f.action(t, "k")
-				for _, a := range []*services.Action{res.Action, stored} {
+				for _, a := range []*record.Action{res.Action, stored} {
 					require.NotNil(t, a)
 					require.Equal(t, w.status, a.Status)
 					require.Equal(t, w.attempt, a.Attempt)
@@ -638,12 +639,12 @@ func TestEntryRecordsWhatTheAgentSaid(t *testing.T) {
 		occurred := "2026-11-30T09:59:58+01:00"
 		res := submit(t, f.l, f.agent, `{"key":"refund:order-8812","type":"intent","tool":"payments.refund","effect":"idempotent",
 			"params":{"order":"8812","amount":10},"reference":"order 8812","agent":"refunder-7","run_id":"run-1","occurred_at":"`+occurred+`"}`)
-		require.Equal(t, "proceed", res.Outcome)
+		require.Equal(t, record.OutcomeProceed, res.Outcome)
 		a := res.Action
 		require.Equal(t, f.ns, a.Namespace)
 		require.Equal(t, "refund:order-8812", a.Key)
 		require.Equal(t, "payments.refund", a.Tool)
-		require.Equal(t, "idempotent", a.Effect)
+		require.Equal(t, record.EffectIdempotent, a.Effect)
 		require.Equal(t, "order 8812", *a.Reference)
 		require.Equal(t, "refunder-7", *a.Agent)
 		require.JSONEq(t, `{"amount":10,"order":"8812"}`, string(a.Params))
@@ -656,16 +657,16 @@ func TestEntryRecordsWhatTheAgentSaid(t *testing.T) {
 
 		es := f.entries(t, a.ID)
 		require.Len(t, es, 1)
-		require.Equal(t, services.Actor{Kind: "agent", Name: "refunder-7"}, es[0].Actor)
+		require.Equal(t, record.Actor{Kind: "agent", Name: "refunder-7"}, es[0].Actor)
 		want, _ := time.Parse(time.RFC3339, occurred)
 		require.True(t, want.Equal(*es[0].OccurredAt), "client clock kept: %s", es[0].OccurredAt)
 		require.Equal(t, time.UTC, es[0].OccurredAt.Location())
 
 		f.clock.Advance(time.Second)
 		res = submit(t, f.l, f.agent, `{"key":"refund:order-8812","type":"failed","attempt":1,"error":"psp down","retriable":true}`)
-		require.Equal(t, "recorded", res.Outcome)
+		require.Equal(t, record.OutcomeRecorded, res.Outcome)
 		es = f.entries(t, a.ID)
-		require.Equal(t, services.Actor{Kind: "agent", Name: "refund-bot"}, es[1].Actor, "agent defaults to the key's name")
+		require.Equal(t, record.Actor{Kind: "agent", Name: "refund-bot"}, es[1].Actor, "agent defaults to the key's name")
 		var p map[string]any
 		require.NoError(t, json.Unmarshal(es[1].Payload, &p))
 		require.Equal(t, "psp down", p["error"])
@@ -682,7 +683,7 @@ func TestActionAgentDefaultsToKeyName(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		f := newFixture(t, st, FixtureOpts{})
 		res := submit(t, f.l, f.agent, intentK)
-		require.Equal(t, "proceed", res.Outcome)
+		require.Equal(t, record.OutcomeProceed, res.Outcome)
 		require.NotNil(t, res.Action.Agent)
 		require.Equal(t, "refund-bot", *res.Action.Agent)
 		require.Equal(t, "refund-bot", *f.action(t, "k").Agent)
@@ -700,9 +701,9 @@ func TestFingerprint(t *testing.T) {
 	cases := []struct {
 		name    string
 		tool    string
-		effect  string
+		effect  record.Effect
 		params  string
-		outcome string
+		outcome record.Outcome
 		code    string
 	}{
 		{"identical", "", "", stored, "in_progress", ""},
@@ -723,7 +724,7 @@ func TestFingerprint(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		f := newFixture(t, st, FixtureOpts{})
 		first := submit(t, f.l, f.agent, intent(IntentOpts{Params: stored}))
-		require.Equal(t, "proceed", first.Outcome)
+		require.Equal(t, record.OutcomeProceed, first.Outcome)
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				before := f.action(t, "k")
@@ -776,17 +777,17 @@ func TestNamespaceIsolation(t *testing.T) {
 
 		ra := submit(t, l, a.agent, intentK)
 		rb := submit(t, l, b.agent, intent(IntentOpts{Params: `{"other":"params"}`}))
-		require.Equal(t, "proceed", ra.Outcome)
-		require.Equal(t, "proceed", rb.Outcome, "the same key in another namespace is another action")
+		require.Equal(t, record.OutcomeProceed, ra.Outcome)
+		require.Equal(t, record.OutcomeProceed, rb.Outcome, "the same key in another namespace is another action")
 		require.NotEqual(t, ra.Action.ID, rb.Action.ID)
 		require.Equal(t, 1, *rb.Attempt)
 		require.Equal(t, a.ns, ra.Action.Namespace)
 		require.Equal(t, b.ns, rb.Action.Namespace)
 
 		// Outcomes land on the caller's own action only.
-		require.Equal(t, "recorded", submit(t, l, b.agent, succeeded1).Outcome)
-		require.Equal(t, services.StatusInProgress, a.action(t, "k").Status)
-		require.Equal(t, services.StatusSucceeded, b.action(t, "k").Status)
+		require.Equal(t, record.OutcomeRecorded, submit(t, l, b.agent, succeeded1).Outcome)
+		require.Equal(t, record.StatusInProgress, a.action(t, "k").Status)
+		require.Equal(t, record.StatusSucceeded, b.action(t, "k").Status)
 
 		foreign := rb.Action.ID
 		for _, p := range []services.Principal{a.agent, a.operator, reader} {
@@ -839,7 +840,7 @@ func TestSubmitBatch(t *testing.T) {
 		)
 		got := make([]string, len(res))
 		for i, r := range res {
-			got[i] = r.Outcome
+			got[i] = string(r.Outcome)
 			if r.Error != nil {
 				got[i] += "/" + r.Error.Code
 			}
@@ -848,7 +849,7 @@ func TestSubmitBatch(t *testing.T) {
 			"rejected/invalid_transition", "recorded", "replay"}, got)
 		require.Equal(t, 3, f.action(t, "k").Version, "intent, heartbeat and succeeded bump the version, a rejected entry does not")
 		es := f.entries(t, res[0].Action.ID)
-		require.Equal(t, []string{"intent", "heartbeat", "rejected", "succeeded"}, entryTypes(es))
+		require.Equal(t, []record.EntryType{"intent", "heartbeat", "rejected", "succeeded"}, entryTypes(es))
 
 		// Only agents write.
 		for _, role := range []services.Role{services.RoleReader, services.RoleOperator} {
@@ -860,15 +861,15 @@ func TestSubmitBatch(t *testing.T) {
 	})
 }
 
-func entryTypes(es []*services.Entry) []string {
-	out := make([]string, len(es))
+func entryTypes(es []*record.Entry) []record.EntryType {
+	out := make([]record.EntryType, len(es))
 	for i, e := range es {
 		out[i] = e.Type
 	}
 	return out
 }
 
-func actionJSON(t *testing.T, a *services.Action) string {
+func actionJSON(t *testing.T, a *record.Action) string {
 	t.Helper()
 	b, err := json.Marshal(a)
 	require.NoError(t, err)

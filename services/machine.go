@@ -4,164 +4,204 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // The state machine of an action, as a table: for each event, the statuses it
-// is allowed in and the rule that decides the outcome there. Fencing (attempt
-// numbers), key reuse and unknown keys are checked before the table, so rules
-// only see events for the current attempt of a matching action. Anything not
-// in the table is an invalid transition.
+// is allowed in and the rule that decides the outcome there. Every change of
+// an action is decided here: the first entry of a key (the StatusNone row),
+// agents' entries, operators' decisions, and what the passing of a deadline
+// means (evDeadline, asked by the sweeper). Fencing (attempt numbers), key
+// reuse and duplicates are checked before the table, so rules only see
+// events for the current attempt of a matching action. Anything not in the
+// table is an invalid transition.
 //
 // New capabilities (approval before execution, reconciliation) come in as new
-// statuses, events and rows here, not as new branches elsewhere.
+// statuses, events, rows here and in the deadlines table, not as new
+// branches elsewhere; docs/architecture.md says where each kind of change
+// goes.
 
 type event string
 
 const (
-	evIntent          event = TypeIntent
-	evHeartbeat       event = TypeHeartbeat
-	evSucceeded       event = TypeSucceeded
-	evFailed          event = TypeFailed
-	evCompensated     event = TypeCompensated
-	evNote            event = TypeNote
-	evExpire          event = "expire" // the sweeper saw the lease pass
-	evConfirm         event = "confirm"
-	evRetry           event = "retry"
-	evCompensate      event = "compensate"
-	evMarkCompensated event = "mark_compensated"
-	evAbandon         event = "abandon"
+	evIntent          = event(record.TypeIntent)
+	evHeartbeat       = event(record.TypeHeartbeat)
+	evSucceeded       = event(record.TypeSucceeded)
+	evFailed          = event(record.TypeFailed)
+	evCompensated     = event(record.TypeCompensated)
+	evNote            = event(record.TypeNote)
+	evDeadline        = event("deadline") // the sweeper saw the action's deadline pass
+	evConfirm         = event(record.DecisionConfirm)
+	evRetry           = event(record.DecisionRetry)
+	evCompensate      = event(record.DecisionCompensate)
+	evMarkCompensated = event(record.DecisionMarkCompensated)
+	evAbandon         = event(record.DecisionAbandon)
 )
 
 // step is the input of one transition.
 type step struct {
 	now   time.Time
-	act   *Action // as read; never nil inside rules
+	ns    string         // the namespace of the key
+	act   *record.Action // as read; nil for a key with no action yet
 	in    *EntryInput
 	dec   *DecisionInput
-	actor Actor
+	actor record.Actor
 }
 
 // plan is what a rule decides. next nil means the action does not change;
 // record nil means nothing is appended.
 type plan struct {
-	outcome string
+	outcome record.Outcome
 	err     *Error
-	next    *Action
+	next    *record.Action
 	record  *recordSpec
-	events  []string
+	events  []record.EventType
 }
 
-// recordSpec describes the entry to append.
+// recordSpec describes the entry to append: its type, attempt and payload
+// (one of the payload structs of package record).
 type recordSpec struct {
-	typ     string
+	typ     record.EntryType
 	attempt *int
-	payload map[string]any
+	payload any
 }
 
 type rule func(s *step) plan
 
+// ruleTable maps an event and the action's status to the rule that decides.
+type ruleTable map[event]map[record.Status]rule
+
 // rules is the transition table.
-var rules = map[event]map[Status]rule{
+var rules = ruleTable{
 	evIntent: {
-		StatusInProgress:            intentWhileRunning,
-		StatusTimedOut:              answer(OutcomeHeld),
-		StatusRetryRequested:        startAttempt,
-		StatusFailed:                intentAfterFailure,
-		StatusSucceeded:             answer(OutcomeReplay),
-		StatusConfirmed:             answer(OutcomeReplay),
-		StatusCompensated:           answer(OutcomeReplay),
-		StatusAbandoned:             answer(OutcomeReplay),
-		StatusCompensationRequested: answer(OutcomeCompensate),
+		record.StatusNone:                  createAction,
+		record.StatusInProgress:            intentWhileRunning,
+		record.StatusTimedOut:              answer(record.OutcomeHeld),
+		record.StatusRetryRequested:        startAttempt,
+		record.StatusFailed:                intentAfterFailure,
+		record.StatusSucceeded:             answer(record.OutcomeReplay),
+		record.StatusConfirmed:             answer(record.OutcomeReplay),
+		record.StatusCompensated:           answer(record.OutcomeReplay),
+		record.StatusAbandoned:             answer(record.OutcomeReplay),
+		record.StatusCompensationRequested: answer(record.OutcomeCompensate),
 	},
 	evHeartbeat: {
-		StatusInProgress: heartbeat,
+		record.StatusInProgress: heartbeat,
 	},
 	evSucceeded: {
-		StatusInProgress:     finish(StatusSucceeded),
-		StatusTimedOut:       lateResult(StatusSucceeded),
-		StatusRetryRequested: lateResult(StatusSucceeded), // the retry is cancelled: the effect happened
-		StatusSucceeded:      answer(OutcomeDuplicate),
+		record.StatusInProgress:     finish(record.StatusSucceeded),
+		record.StatusTimedOut:       lateResult(record.StatusSucceeded),
+		record.StatusRetryRequested: lateResult(record.StatusSucceeded), // the retry is cancelled: the effect happened
+		record.StatusSucceeded:      answer(record.OutcomeDuplicate),
 	},
 	evFailed: {
-		StatusInProgress:     finish(StatusFailed),
-		StatusTimedOut:       lateResult(StatusFailed),
-		StatusRetryRequested: lateResultKeepRetry, // a late failure leaves the requested retry in place
-		StatusFailed:         answer(OutcomeDuplicate),
+		record.StatusInProgress:     finish(record.StatusFailed),
+		record.StatusTimedOut:       lateResult(record.StatusFailed),
+		record.StatusRetryRequested: lateResultKeepRetry, // a late failure leaves the requested retry in place
+		record.StatusFailed:         answer(record.OutcomeDuplicate),
 	},
 	// A compensated resent after the agent's own report is found by the
 	// ledger's duplicate check; after the operator's mark_compensated it is
 	// an outcome after a decision, which is invalid.
 	evCompensated: {
-		StatusCompensationRequested: compensated,
+		record.StatusCompensationRequested: compensated,
 	},
-	evExpire: {
-		StatusInProgress: expire,
+	evDeadline: {
+		record.StatusInProgress: expire,
 	},
 	evConfirm: {
-		StatusTimedOut:       decide(StatusConfirmed),
-		StatusInProgress:     decide(StatusConfirmed),
-		StatusFailed:         decide(StatusConfirmed),
-		StatusRetryRequested: decide(StatusConfirmed),
+		record.StatusTimedOut:       decide(record.StatusConfirmed),
+		record.StatusInProgress:     decide(record.StatusConfirmed),
+		record.StatusFailed:         decide(record.StatusConfirmed),
+		record.StatusRetryRequested: decide(record.StatusConfirmed),
 	},
 	evRetry: {
-		StatusTimedOut: decideRetry,
-		StatusFailed:   decideRetry,
+		record.StatusTimedOut: decideRetry,
+		record.StatusFailed:   decideRetry,
 	},
 	evCompensate: {
-		StatusTimedOut:  decide(StatusCompensationRequested),
-		StatusSucceeded: decide(StatusCompensationRequested),
-		StatusConfirmed: decide(StatusCompensationRequested),
+		record.StatusTimedOut:  decide(record.StatusCompensationRequested),
+		record.StatusSucceeded: decide(record.StatusCompensationRequested),
+		record.StatusConfirmed: decide(record.StatusCompensationRequested),
 	},
 	evMarkCompensated: {
-		StatusCompensationRequested: decide(StatusCompensated),
+		record.StatusCompensationRequested: decide(record.StatusCompensated),
 	},
 	evAbandon: {
-		StatusTimedOut:              decide(StatusAbandoned),
-		StatusFailed:                decide(StatusAbandoned),
-		StatusRetryRequested:        decide(StatusAbandoned),
-		StatusCompensationRequested: decide(StatusAbandoned),
+		record.StatusTimedOut:              decide(record.StatusAbandoned),
+		record.StatusFailed:                decide(record.StatusAbandoned),
+		record.StatusRetryRequested:        decide(record.StatusAbandoned),
+		record.StatusCompensationRequested: decide(record.StatusAbandoned),
 	},
+}
+
+// deadlineTable says, per status, which time of an action is its deadline:
+// when the sweeper asks the rules table (evDeadline) what its passing means.
+// A status without a row has no deadline. Every status here needs an
+// evDeadline rule (a test checks).
+type deadlineTable map[record.Status]func(a *record.Action) *time.Time
+
+// deadlines is the deadline table.
+var deadlines = deadlineTable{
+	record.StatusInProgress: func(a *record.Action) *time.Time { return a.LeaseUntil },
 }
 
 // AllowedDecisions lists the decisions the table allows in status st, in the
 // order a person reads them.
-func AllowedDecisions(st Status) []string {
-	var out []string
-	for _, d := range Decisions {
-		if _, ok := rules[event(d)][st]; ok {
+func AllowedDecisions(st record.Status) []record.Decision {
+	return rules.allowedDecisions(st)
+}
+
+func (t ruleTable) allowedDecisions(st record.Status) []record.Decision {
+	var out []record.Decision
+	for _, d := range record.Decisions {
+		if _, ok := t[event(d)][st]; ok {
 			out = append(out, d)
 		}
 	}
 	return out
 }
 
-// transition decides what an agent entry does to an existing action.
-func transition(s *step) plan {
+// transition decides what an agent entry does to the action of its key, or
+// to a key without one.
+func (t ruleTable) transition(s *step) plan {
 	a, in := s.act, s.in
-	if in.Type == TypeIntent {
+	if a == nil {
+		r, ok := t[event(in.Type)][record.StatusNone]
+		if !ok {
+			return plan{outcome: record.OutcomeRejected, err: Errorf(CodeNotFound,
+				"no action has key %q in namespace %q: record an intent first", in.Key, s.ns)}
+		}
+		return r(s)
+	}
+	if in.Type == record.TypeIntent {
 		fp, params, err := intentFingerprint(in)
 		if err != nil {
-			return plan{outcome: OutcomeRejected, err: err.(*Error)}
+			return plan{outcome: record.OutcomeRejected, err: err.(*Error)}
 		}
-		if fp != a.fingerprint {
+		if fp != a.Fingerprint {
+			p := intentPayload(in)
 			return plan{
-				outcome: OutcomeRejected,
-				err:     Errorf(CodeKeyReused, "key %q is already used by an action with different tool or params (fingerprint %s…)", a.Key, a.fingerprint[:12]),
-				record:  &recordSpec{typ: TypeKeyReused, payload: withRaw(intentPayload(in), "params", params, "fingerprint", fp)},
-				events:  []string{EventKeyReused},
+				outcome: record.OutcomeRejected,
+				err:     Errorf(CodeKeyReused, "key %q is already used by an action with different tool or params (fingerprint %s…)", a.Key, a.Fingerprint[:12]),
+				record: &recordSpec{typ: record.TypeKeyReused, payload: &record.KeyReusedPayload{
+					Effect: p.Effect, Fingerprint: fp, Params: params, Reference: p.Reference, RunID: p.RunID,
+					Timeout: p.Timeout, Tool: p.Tool}},
+				events: []record.EventType{record.EventKeyReused},
 			}
 		}
-	} else if in.Attempt != nil && in.Type != TypeNote {
+	} else if in.Attempt != nil && in.Type != record.TypeNote {
 		n := *in.Attempt
 		if n < a.Attempt {
-			typ, events := TypeStaleOutcome, []string{EventStaleOutcome}
-			if in.Type == TypeHeartbeat {
-				typ, events = TypeStaleHeartbeat, nil
+			typ, events := record.TypeStaleOutcome, []record.EventType{record.EventStaleOutcome}
+			if in.Type == record.TypeHeartbeat {
+				typ, events = record.TypeStaleHeartbeat, nil
 			}
 			return plan{
-				outcome: OutcomeRejected,
+				outcome: record.OutcomeRejected,
 				err:     Errorf(CodeStaleAttempt, "attempt %d is stale: the action is at attempt %d", n, a.Attempt),
-				record:  &recordSpec{typ: typ, attempt: &n, payload: agentPayload(in)},
+				record:  &recordSpec{typ: typ, attempt: &n, payload: reportPayload(in)},
 				events:  events,
 			}
 		}
@@ -169,12 +209,12 @@ func transition(s *step) plan {
 			return invalidTransition(s, fmt.Sprintf("attempt %d has not started: the action is at attempt %d", n, a.Attempt))
 		}
 	}
-	if in.Type == TypeNote {
-		return plan{outcome: OutcomeRecorded, record: &recordSpec{typ: TypeNote, attempt: in.Attempt, payload: agentPayload(in)}}
+	if in.Type == record.TypeNote {
+		return plan{outcome: record.OutcomeRecorded, record: &recordSpec{typ: record.TypeNote, attempt: in.Attempt, payload: reportPayload(in)}}
 	}
-	r, ok := rules[event(in.Type)][a.Status]
+	r, ok := t[event(in.Type)][a.Status]
 	if !ok {
-		if in.Type == TypeHeartbeat {
+		if in.Type == record.TypeHeartbeat {
 			return leaseLost(s)
 		}
 		return invalidTransition(s, fmt.Sprintf("a %s entry is not allowed while the action is %s", in.Type, a.Status))
@@ -182,23 +222,23 @@ func transition(s *step) plan {
 	return r(s)
 }
 
-func answer(outcome string) rule {
+func answer(outcome record.Outcome) rule {
 	return func(*step) plan { return plan{outcome: outcome} }
 }
 
 func invalidTransition(s *step, msg string) plan {
 	return plan{
-		outcome: OutcomeRejected,
+		outcome: record.OutcomeRejected,
 		err:     Errorf(CodeInvalidTransition, "%s", msg),
-		record:  &recordSpec{typ: TypeRejected, attempt: s.in.Attempt, payload: agentPayload(s.in)},
+		record:  &recordSpec{typ: record.TypeRejected, attempt: s.in.Attempt, payload: reportPayload(s.in)},
 	}
 }
 
 func leaseLost(s *step) plan {
 	return plan{
-		outcome: OutcomeRejected,
+		outcome: record.OutcomeRejected,
 		err:     Errorf(CodeLeaseLost, "the lease of attempt %d has passed; stop and do not report success without checking", s.act.Attempt),
-		record:  &recordSpec{typ: TypeLeaseLost, attempt: s.in.Attempt, payload: agentPayload(s.in)},
+		record:  &recordSpec{typ: record.TypeLeaseLost, attempt: s.in.Attempt, payload: reportPayload(s.in)},
 	}
 }
 
@@ -206,119 +246,145 @@ func leaseLive(s *step) bool {
 	return s.act.LeaseUntil != nil && s.act.LeaseUntil.After(s.now)
 }
 
+// createAction decides the first intent of a key: the action is created in
+// progress at attempt 1, with its lease.
+func createAction(s *step) plan {
+	in := s.in
+	fp, params, err := intentFingerprint(in)
+	if err != nil {
+		return plan{outcome: record.OutcomeRejected, err: err.(*Error)}
+	}
+	effect := record.EffectUnkeyed
+	if in.Effect != nil {
+		effect = *in.Effect
+	}
+	lease := s.now.Add(in.timeout())
+	agent := s.actor.Name
+	one := 1
+	a := &record.Action{
+		ID: newID(), Namespace: s.ns, Key: in.Key, Tool: *in.Tool, Effect: effect,
+		Status: record.StatusInProgress, Attempt: 1, LeaseUntil: &lease,
+		Reference: in.Reference, Agent: &agent, Params: params,
+		CreatedAt: s.now, RunID: in.RunID, Fingerprint: fp,
+	}
+	return plan{outcome: record.OutcomeProceed, next: a,
+		record: &recordSpec{typ: record.TypeIntent, attempt: &one, payload: intentPayload(in)}}
+}
+
 func intentWhileRunning(s *step) plan {
 	if leaseLive(s) {
-		return plan{outcome: OutcomeInProgress}
+		return plan{outcome: record.OutcomeInProgress}
 	}
 	// The lease passed but the sweeper has not got to it yet: the outcome is
 	// already unknown.
-	return plan{outcome: OutcomeHeld}
+	return plan{outcome: record.OutcomeHeld}
 }
 
 func intentAfterFailure(s *step) plan {
-	if s.act.retriable {
+	if s.act.Retriable {
 		return startAttempt(s)
 	}
-	return plan{outcome: OutcomeReplay}
+	return plan{outcome: record.OutcomeReplay}
 }
 
 // startAttempt grants the next attempt.
 func startAttempt(s *step) plan {
-	next := s.act.clone()
-	next.Status = StatusInProgress
+	next := s.act.Clone()
+	next.Status = record.StatusInProgress
 	next.Attempt++
 	lease := s.now.Add(s.in.timeout())
 	next.LeaseUntil = &lease
-	next.retriable = false
+	next.Retriable = false
 	n := next.Attempt
-	return plan{outcome: OutcomeProceed, next: next, record: &recordSpec{typ: TypeIntent, attempt: &n, payload: intentPayload(s.in)}}
+	return plan{outcome: record.OutcomeProceed, next: next, record: &recordSpec{typ: record.TypeIntent, attempt: &n, payload: intentPayload(s.in)}}
 }
 
 func heartbeat(s *step) plan {
 	if !leaseLive(s) {
 		return leaseLost(s)
 	}
-	next := s.act.clone()
+	next := s.act.Clone()
 	lease := s.now.Add(s.in.timeout())
 	next.LeaseUntil = &lease
-	return plan{outcome: OutcomeRecorded, next: next, record: &recordSpec{typ: TypeHeartbeat, attempt: s.in.Attempt, payload: agentPayload(s.in)}}
+	return plan{outcome: record.OutcomeRecorded, next: next, record: &recordSpec{typ: record.TypeHeartbeat, attempt: s.in.Attempt, payload: reportPayload(s.in)}}
 }
 
 // applyOutcome moves the action to a finished status with the entry's data.
-func applyOutcome(s *step, to Status) *Action {
-	next := s.act.clone()
+func applyOutcome(s *step, to record.Status) *record.Action {
+	next := s.act.Clone()
 	next.Status = to
 	next.LeaseUntil = nil
-	if to == StatusSucceeded {
+	if to == record.StatusSucceeded {
 		next.Result = nullIfEmpty(s.in.Result)
 		next.ExternalRef = s.in.ExternalRef
 	} else {
-		next.retriable = s.in.Retriable != nil && *s.in.Retriable
+		next.Retriable = s.in.Retriable != nil && *s.in.Retriable
 	}
 	return next
 }
 
-func failedEvents(s *step, to Status) []string {
-	if to == StatusFailed && (s.in.Retriable == nil || !*s.in.Retriable) {
-		return []string{EventFailed}
+func failedEvents(s *step, to record.Status) []record.EventType {
+	if to == record.StatusFailed && (s.in.Retriable == nil || !*s.in.Retriable) {
+		return []record.EventType{record.EventFailed}
 	}
 	return nil
 }
 
-func finish(to Status) rule {
+func finish(to record.Status) rule {
 	return func(s *step) plan {
 		if !leaseLive(s) {
 			return lateResult(to)(s)
 		}
-		return plan{outcome: OutcomeRecorded, next: applyOutcome(s, to),
-			record: &recordSpec{typ: s.in.Type, attempt: s.in.Attempt, payload: agentPayload(s.in)},
+		return plan{outcome: record.OutcomeRecorded, next: applyOutcome(s, to),
+			record: &recordSpec{typ: s.in.Type, attempt: s.in.Attempt, payload: reportPayload(s.in)},
 			events: failedEvents(s, to)}
 	}
 }
 
-func lateResult(to Status) rule {
+func lateResult(to record.Status) rule {
 	return func(s *step) plan {
-		return plan{outcome: OutcomeRecorded, next: applyOutcome(s, to),
-			record: &recordSpec{typ: TypeLateResult, attempt: s.in.Attempt, payload: agentPayload(s.in)},
-			events: append([]string{EventLateResult}, failedEvents(s, to)...)}
+		return plan{outcome: record.OutcomeRecorded, next: applyOutcome(s, to),
+			record: &recordSpec{typ: record.TypeLateResult, attempt: s.in.Attempt, payload: reportPayload(s.in)},
+			events: append([]record.EventType{record.EventLateResult}, failedEvents(s, to)...)}
 	}
 }
 
 func lateResultKeepRetry(s *step) plan {
-	return plan{outcome: OutcomeRecorded,
-		record: &recordSpec{typ: TypeLateResult, attempt: s.in.Attempt, payload: agentPayload(s.in)},
-		events: []string{EventLateResult}}
+	return plan{outcome: record.OutcomeRecorded,
+		record: &recordSpec{typ: record.TypeLateResult, attempt: s.in.Attempt, payload: reportPayload(s.in)},
+		events: []record.EventType{record.EventLateResult}}
 }
 
 func compensated(s *step) plan {
-	next := s.act.clone()
-	next.Status = StatusCompensated
+	next := s.act.Clone()
+	next.Status = record.StatusCompensated
 	if s.in.ExternalRef != nil {
 		next.ExternalRef = s.in.ExternalRef
 	}
-	return plan{outcome: OutcomeRecorded, next: next,
-		record: &recordSpec{typ: TypeCompensated, attempt: s.in.Attempt, payload: agentPayload(s.in)},
-		events: []string{EventCompensated}}
+	return plan{outcome: record.OutcomeRecorded, next: next,
+		record: &recordSpec{typ: record.TypeCompensated, attempt: s.in.Attempt, payload: reportPayload(s.in)},
+		events: []record.EventType{record.EventCompensated}}
 }
 
+// expire decides a passed lease: the outcome is unknown.
 func expire(s *step) plan {
 	if leaseLive(s) {
 		return plan{} // a heartbeat won the race
 	}
-	next := s.act.clone()
-	next.Status = StatusTimedOut
+	next := s.act.Clone()
+	next.Status = record.StatusTimedOut
 	n := s.act.Attempt
-	return plan{outcome: OutcomeRecorded, next: next,
-		record: &recordSpec{typ: TypeTimedOut, attempt: &n, payload: map[string]any{"lease_until": s.act.LeaseUntil}},
-		events: []string{EventTimedOut}}
+	return plan{outcome: record.OutcomeRecorded, next: next,
+		record: &recordSpec{typ: record.TypeTimedOut, attempt: &n, payload: &record.TimedOutPayload{LeaseUntil: s.act.LeaseUntil}},
+		events: []record.EventType{record.EventTimedOut}}
 }
 
-func decide(to Status) rule {
+func decide(to record.Status) rule {
 	return func(s *step) plan {
 		d := s.dec
-		next := s.act.clone()
+		next := s.act.Clone()
 		next.Status = to
-		if s.act.Status == StatusInProgress {
+		if s.act.Status == record.StatusInProgress {
 			next.LeaseUntil = nil
 		}
 		if d.ExternalRef != nil {
@@ -327,24 +393,24 @@ func decide(to Status) rule {
 		if d.Result != nil {
 			next.Result = nullIfEmpty(d.Result)
 		}
-		events := []string{EventDecided}
-		if to == StatusCompensated {
-			events = append(events, EventCompensated)
+		events := []record.EventType{record.EventDecided}
+		if to == record.StatusCompensated {
+			events = append(events, record.EventCompensated)
 		}
 		n := s.act.Attempt
-		return plan{outcome: OutcomeRecorded, next: next,
-			record: &recordSpec{typ: TypeDecision, attempt: &n, payload: d.payload()},
+		return plan{outcome: record.OutcomeRecorded, next: next,
+			record: &recordSpec{typ: record.TypeDecision, attempt: &n, payload: d.payload()},
 			events: events}
 	}
 }
 
 func decideRetry(s *step) plan {
-	if s.act.Effect == EffectUnkeyed && !s.dec.AcknowledgeDuplicateRisk {
-		return plan{outcome: OutcomeRejected, err: Errorf(CodeDuplicateRiskUnacknowledged,
+	if s.act.Effect == record.EffectUnkeyed && !s.dec.AcknowledgeDuplicateRisk {
+		return plan{outcome: record.OutcomeRejected, err: Errorf(CodeDuplicateRiskUnacknowledged,
 			"action %s is unkeyed: the downstream does not deduplicate, so a retry may repeat the effect; "+
 				"send acknowledge_duplicate_risk: true to retry anyway", s.act.ID)}
 	}
-	return decide(StatusRetryRequested)(s)
+	return decide(record.StatusRetryRequested)(s)
 }
 
 // intentFingerprint canonicalizes the intent's params and fingerprints them.
@@ -360,62 +426,21 @@ func intentFingerprint(in *EntryInput) (string, []byte, error) {
 	return Fingerprint(*in.Tool, params), params, nil
 }
 
-func intentPayload(in *EntryInput) map[string]any {
-	p := map[string]any{"tool": *in.Tool, "timeout": in.timeout().Seconds()}
-	if in.Effect != nil {
-		p["effect"] = *in.Effect
-	}
-	if in.Reference != nil {
-		p["reference"] = *in.Reference
-	}
-	if in.RunID != nil {
-		p["run_id"] = *in.RunID
-	}
-	return p
+func intentPayload(in *EntryInput) *record.IntentPayload {
+	return &record.IntentPayload{Effect: in.Effect, Reference: in.Reference, RunID: in.RunID,
+		Timeout: in.timeout().Seconds(), Tool: *in.Tool}
 }
 
-// agentPayload keeps what an agent's entry said, apart from the fields that
-// have columns of their own.
-func agentPayload(in *EntryInput) map[string]any {
-	p := map[string]any{}
-	if in.Type != TypeIntent {
-		p["type"] = in.Type
-	}
-	if in.RunID != nil {
-		p["run_id"] = *in.RunID
-	}
+// reportPayload keeps what an agent's entry said, apart from the fields
+// that have columns of their own.
+func reportPayload(in *EntryInput) *record.ReportPayload {
+	p := &record.ReportPayload{Error: in.Error, ExternalRef: in.ExternalRef, Message: in.Message,
+		Retriable: in.Retriable, RunID: in.RunID, Timeout: in.Timeout, Tool: in.Tool}
 	if in.Result != nil {
-		p["result"] = json.RawMessage(in.Result)
+		p.Result = json.RawMessage(in.Result)
 	}
-	if in.ExternalRef != nil {
-		p["external_ref"] = *in.ExternalRef
-	}
-	if in.Error != nil {
-		p["error"] = *in.Error
-	}
-	if in.Retriable != nil {
-		p["retriable"] = *in.Retriable
-	}
-	if in.Message != nil {
-		p["message"] = *in.Message
-	}
-	if in.Timeout != nil {
-		p["timeout"] = *in.Timeout
-	}
-	if in.Tool != nil {
-		p["tool"] = *in.Tool
-	}
-	return p
-}
-
-func withRaw(p map[string]any, kv ...any) map[string]any {
-	for i := 0; i+1 < len(kv); i += 2 {
-		switch v := kv[i+1].(type) {
-		case []byte:
-			p[kv[i].(string)] = json.RawMessage(v)
-		default:
-			p[kv[i].(string)] = v
-		}
+	if in.Type != record.TypeIntent {
+		p.Type = in.Type
 	}
 	return p
 }
@@ -425,9 +450,4 @@ func nullIfEmpty(raw json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return raw
-}
-
-func (a *Action) clone() *Action {
-	c := *a
-	return &c
 }

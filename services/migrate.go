@@ -19,18 +19,16 @@ type SchemaStatus struct {
 func (st SchemaStatus) UpToDate() bool { return st.Current >= st.Latest }
 
 func (s *Store) provider() (*goose.Provider, error) {
-	d := database.DialectSQLite3
+	m := s.drv.Migrator()
 	var opts []goose.ProviderOption
-	if s.Dialect == Postgres {
-		d = database.DialectPostgres
-		// Two replicas started with --migrate take turns instead of racing.
+	if m.SessionLocked {
 		locker, err := lock.NewPostgresSessionLocker()
 		if err != nil {
 			return nil, fmt.Errorf("store: migrations: %w", err)
 		}
 		opts = append(opts, goose.WithSessionLocker(locker))
 	}
-	p, err := goose.NewProvider(d, s.wsq, s.migrationsFS(), opts...)
+	p, err := goose.NewProvider(database.Dialect(m.GooseDialect), m.DB, s.drv.Migrations(), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("store: migrations: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/arbiter-ledger/arbiter/services/record"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -38,7 +40,7 @@ func TestQueryPlansAtScale(t *testing.T) {
 		for _, f := range []services.ActionFilter{
 			{},
 			{Namespace: "seed"},
-			{Statuses: []services.Status{services.StatusTimedOut}},
+			{Statuses: []record.Status{record.StatusTimedOut}},
 			{Search: "seed:4242"},
 			{Search: "ref-4242"},
 			{Tool: "tool.7"},

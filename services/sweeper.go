@@ -2,11 +2,13 @@ package services
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/arbiter-ledger/arbiter/services/driver"
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // SweepBatch bounds the actions one sweep round times out, in one statement.
@@ -18,15 +20,16 @@ const SweepBatch = 1000
 // connection, while it reads the next one.
 const sweepInFlight = 2
 
-// Sweep times out in-progress actions whose lease has passed, in batches of
-// at most SweepBatch, until none is left, and returns how many it timed out.
-// Each batch is written as one set (commitSet: one statement on PostgreSQL,
-// one transaction on SQLite), each action conditional on the version read,
-// so with several processes on one database each lease is timed out exactly
+// Sweep asks the rules table what each passed deadline means (today: a
+// lease that passed times its action out), in batches of at most
+// SweepBatch, until none is left, and returns how many actions it changed.
+// Each batch is written as one set (one statement on PostgreSQL, one
+// transaction on SQLite), each action conditional on the version read, so
+// with several processes on one database each deadline is acted on exactly
 // once: the loser of a race finds the version changed and skips the action.
-// Batches are read in lease order, each after the last one read, so a batch
-// still being written is not read again; an action skipped because it lost
-// a race and is still due is taken by the next sweep.
+// Batches are read in deadline order, each after the last one read, so a
+// batch still being written is not read again; an action skipped because
+// it lost a race and is still due is taken by the next sweep.
 func (l *Ledger) Sweep(ctx context.Context) (int, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -44,14 +47,14 @@ func (l *Ledger) Sweep(ctx context.Context) (int, error) {
 			cancel()
 		}
 	}
-	batches := make(chan []*Action)
+	batches := make(chan []*record.Action)
 	for range sweepInFlight {
 		wg.Go(func() {
 			for due := range batches {
 				if ctx.Err() != nil {
 					continue
 				}
-				n, err := l.timeOut(ctx, due)
+				n, err := l.passDeadlines(ctx, due)
 				total.Add(int64(n))
 				if err != nil {
 					fail(err)
@@ -59,11 +62,11 @@ func (l *Ledger) Sweep(ctx context.Context) (int, error) {
 			}
 		})
 	}
-	var after *Action
+	var after *record.Action
 	for {
-		due, err := l.dueActions(ctx, l.now(), after)
+		due, err := l.st.ex.ActionDueList(ctx, &driver.ActionDueListParams{Now: l.now(), After: after, Limit: SweepBatch})
 		if err != nil {
-			fail(err)
+			fail(dbError("sweeper: find passed deadlines", err))
 			break
 		}
 		if len(due) == 0 {
@@ -83,58 +86,74 @@ func (l *Ledger) Sweep(ctx context.Context) (int, error) {
 	return int(total.Load()), firstErr
 }
 
-// timeOut times out a batch of due actions as one set and returns how many
-// it timed out. The state machine decides each change; the entries and
-// alerts are stamped just before the set is written.
-func (l *Ledger) timeOut(ctx context.Context, due []*Action) (int, error) {
+// passDeadlines decides a batch of actions whose deadline passed, each by
+// the rules table's evDeadline row for its status, writes the changes as one
+// set and returns how many it wrote. The entries and alerts are stamped
+// just before the set is written.
+func (l *Ledger) passDeadlines(ctx context.Context, due []*record.Action) (int, error) {
 	now := l.now()
-	chs := make([]*change, 0, len(due))
+	actor := record.Actor{Kind: record.ActorSystem, Name: "sweeper"}
+	chs := make([]*driver.Change, 0, len(due))
 	for _, a := range due {
-		pl := expire(&step{now: now, act: a})
-		if pl.next == nil {
+		r, ok := l.rules[evDeadline][a.Status]
+		if !ok {
+			continue // the deadlines and rules tables disagree; a test keeps them in step
+		}
+		pl := r(&step{now: now, ns: a.Namespace, act: a, actor: actor})
+		if pl.record == nil {
 			continue
 		}
-		chs = append(chs, &change{prev: a, next: pl.next, events: pl.events, entry: Entry{
-			ID: newID(), Type: pl.record.typ, Actor: Actor{Kind: "system", Name: "sweeper"},
-			Attempt: pl.record.attempt, Payload: marshalPayload(pl.record.payload), RecordedAt: now,
-		}})
+		chs = append(chs, l.newChange(a, pl, actor, nil, now))
+	}
+	if len(chs) == 0 {
+		return 0, nil
 	}
 	u := l.single()
-	done, err := l.commitSet(ctx, u, chs)
+	written, err := l.write(ctx, u, chs)
 	if err != nil {
 		return 0, err
 	}
 	if u.alerted {
 		l.wakeDispatcher()
 	}
-	return len(done), nil
+	n := 0
+	for _, w := range written {
+		if w {
+			n++
+		}
+	}
+	return n, nil
 }
 
-// dueActions reads up to SweepBatch in-progress actions whose lease passed
-// by now, in lease order (then id), after the action after if it is set.
-// It reads the partial index on live leases.
-func (l *Ledger) dueActions(ctx context.Context, now time.Time, after *Action) ([]*Action, error) {
-	q := `SELECT ` + actionColumns + ` FROM actions WHERE status = 'in_progress' AND lease_until <= $1`
-	args := []any{now}
-	if after != nil && after.LeaseUntil != nil {
-		q += ` AND lease_until >= $2 AND (lease_until > $2 OR id > $3)`
-		args = append(args, *after.LeaseUntil, after.ID)
-	}
-	q += ` ORDER BY lease_until, id LIMIT ` + fmt.Sprint(SweepBatch)
-	rows, err := l.st.rsq.QueryContext(ctx, l.st.rebind(q), args...)
+// Prune deletes terminal actions, and their entries, last changed before
+// cutoff. Unresolved actions are never pruned, even if a decision moves one
+// back out of a terminal status while the prune runs.
+func (l *Ledger) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
+	total, err := pruneInBatches(ctx, l.st.ex.ActionPrune, &driver.PruneParams{
+		Statuses: record.TerminalStatuses, Before: cutoff, Limit: 1000})
 	if err != nil {
-		return nil, dbError("sweeper: find expired leases", err)
+		return total, err
 	}
-	defer rows.Close()
-	var out []*Action
-	for rows.Next() {
-		a, err := scanAction(rows)
+	// Webhook messages go with the same horizon, once none of their
+	// deliveries is still pending; deliveries and attempts cascade.
+	_, err = pruneInBatches(ctx, l.st.ex.MessagePrune, &driver.PruneParams{Before: cutoff, Limit: 1000})
+	return total, err
+}
+
+// pruneInBatches runs one batch of retention until it deletes fewer than
+// its limit.
+func pruneInBatches(ctx context.Context, batch func(context.Context, *driver.PruneParams) (int64, error), p *driver.PruneParams) (int64, error) {
+	var total int64
+	for {
+		n, err := batch(ctx, p)
 		if err != nil {
-			return nil, dbError("sweeper: find expired leases", err)
+			return total, dbError("retention: prune", err)
 		}
-		out = append(out, a)
+		total += n
+		if n < int64(p.Limit) {
+			return total, nil
+		}
 	}
-	return out, dbErrorOrNil("sweeper: find expired leases", rows.Err())
 }
 
 func dbErrorOrNil(what string, err error) error {
@@ -142,41 +161,6 @@ func dbErrorOrNil(what string, err error) error {
 		return nil
 	}
 	return dbError(what, err)
-}
-
-// Prune deletes terminal actions, and their entries, last changed before
-// cutoff. Unresolved actions are never pruned, even if a decision moves one
-// back out of a terminal status while the prune runs.
-func (l *Ledger) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
-	const terminal = `status IN ('succeeded', 'failed', 'confirmed', 'compensated', 'abandoned')`
-	q := `DELETE FROM actions WHERE id IN (SELECT id FROM actions WHERE ` + terminal + ` AND updated_at < $1
-		ORDER BY updated_at LIMIT 1000) AND ` + terminal + ` AND updated_at < $1`
-	total, err := l.deleteInBatches(ctx, q, cutoff)
-	if err != nil {
-		return total, err
-	}
-	// Webhook messages go with the same horizon, once none of their
-	// deliveries is still pending; deliveries and attempts cascade.
-	_, err = l.deleteInBatches(ctx, `DELETE FROM webhook_messages WHERE id IN (SELECT m.id FROM webhook_messages m
-		WHERE m.created_at < $1 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.message_id = m.id
-		AND d.state = 'pending') LIMIT 1000)`, cutoff)
-	return total, err
-}
-
-// deleteInBatches runs a DELETE of at most 1,000 rows until it deletes fewer.
-func (l *Ledger) deleteInBatches(ctx context.Context, q string, cutoff time.Time) (int64, error) {
-	var total int64
-	for {
-		res, err := l.st.wsq.ExecContext(ctx, l.st.rebind(q), cutoff.UTC())
-		if err != nil {
-			return total, dbError("retention: prune", err)
-		}
-		n, _ := res.RowsAffected()
-		total += n
-		if n < 1000 {
-			return total, nil
-		}
-	}
 }
 
 // RunSweeper sweeps every interval and prunes past retention every hour

@@ -13,6 +13,7 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // TestSweepTimesOutExpiredLeases: expired leases become timed_out with one
@@ -21,7 +22,7 @@ import (
 func TestSweepTimesOutExpiredLeases(t *testing.T) {
 	t.Parallel()
 	type want struct {
-		status  services.Status
+		status  record.Status
 		version int
 		swept   bool // a timed_out entry was appended
 	}
@@ -47,15 +48,15 @@ func TestSweepTimesOutExpiredLeases(t *testing.T) {
 		ctx := context.Background()
 		f := newFixture(t, st, FixtureOpts{})
 		for _, tc := range cases {
-			require.Equal(t, "proceed", submit(t, f.l, f.agent, intent(IntentOpts{Key: tc.key, Timeout: tc.timeout})).Outcome)
+			require.Equal(t, record.OutcomeProceed, submit(t, f.l, f.agent, intent(IntentOpts{Key: tc.key, Timeout: tc.timeout})).Outcome)
 		}
 		f.clock.Advance(50 * time.Second)
 		for _, tc := range cases {
 			if tc.then != "" {
-				require.Equal(t, "recorded", submit(t, f.l, f.agent, tc.then).Outcome)
+				require.Equal(t, record.OutcomeRecorded, submit(t, f.l, f.agent, tc.then).Outcome)
 			}
 		}
-		before := map[string]*services.Action{}
+		before := map[string]*record.Action{}
 		for _, tc := range cases {
 			before[tc.key] = f.action(t, tc.key)
 		}
@@ -81,13 +82,13 @@ func TestSweepTimesOutExpiredLeases(t *testing.T) {
 				es := f.entries(t, a.ID)
 				last := es[len(es)-1]
 				if !tc.want.swept {
-					require.NotEqual(t, "timed_out", last.Type)
+					require.NotEqual(t, record.TypeTimedOut, last.Type)
 					require.Equal(t, 0, countEntries(t, st, a.ID, "timed_out"))
 					return
 				}
 				require.Equal(t, 1, countEntries(t, st, a.ID, "timed_out"))
 				requireEntries(t, []wantEntry{{"timed_out", "system", 1}}, es[len(es)-1:], now)
-				require.Equal(t, services.Actor{Kind: "system", Name: "sweeper"}, last.Actor)
+				require.Equal(t, record.Actor{Kind: "system", Name: "sweeper"}, last.Actor)
 				var p struct {
 					LeaseUntil time.Time `json:"lease_until"`
 				}
@@ -114,7 +115,7 @@ func TestSweepSubSecondLeases(t *testing.T) {
 		f.clock.Advance(250 * time.Millisecond)
 		for key, timeout := range map[string]string{"a": "1", "b": "1.5", "c": "1.875", "d": "10"} {
 			res := submit(t, f.l, f.agent, fmt.Sprintf(`{"key":%q,"type":"intent","tool":"t","timeout":%s}`, key, timeout))
-			require.Equal(t, "proceed", res.Outcome)
+			require.Equal(t, record.OutcomeProceed, res.Outcome)
 		}
 		steps := []struct {
 			advance time.Duration
@@ -134,9 +135,9 @@ func TestSweepSubSecondLeases(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, s.swept, n, "step %d", i)
 			for _, key := range []string{"a", "b", "c", "d"} {
-				want := services.StatusInProgress
+				want := record.StatusInProgress
 				if strings.Contains(s.timed, key) {
-					want = services.StatusTimedOut
+					want = record.StatusTimedOut
 				}
 				require.Equal(t, want, f.action(t, key).Status, "step %d key %s", i, key)
 			}
@@ -154,15 +155,15 @@ func seedLeases(t *testing.T, f *fixture, prefix string, n, timeout int) {
 			raws = append(raws, intent(IntentOpts{Key: fmt.Sprintf("%s-%d", prefix, i), Timeout: timeout}))
 		}
 		for _, r := range submitAll(t, f.l, f.agent, raws...) {
-			require.Equal(t, "proceed", r.Outcome, "%+v", r.Error)
+			require.Equal(t, record.OutcomeProceed, r.Outcome, "%+v", r.Error)
 		}
 	}
 }
 
-func countStatus(t *testing.T, f *fixture, st services.Status) int {
+func countStatus(t *testing.T, f *fixture, st record.Status) int {
 	t.Helper()
 	n := 0
-	f2 := services.ActionFilter{Statuses: []services.Status{st}, Limit: services.MaxListLimit}
+	f2 := services.ActionFilter{Statuses: []record.Status{st}, Limit: services.MaxListLimit}
 	for {
 		page, err := f.l.List(context.Background(), f.agent, f2)
 		require.NoError(t, err)
@@ -188,8 +189,8 @@ func TestSweepMoreThanOneBatch(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, expired, n)
 		require.Equal(t, expired, countEntries(t, st, "", "timed_out"))
-		require.Equal(t, expired, countStatus(t, f, services.StatusTimedOut))
-		require.Equal(t, 5, countStatus(t, f, services.StatusInProgress))
+		require.Equal(t, expired, countStatus(t, f, record.StatusTimedOut))
+		require.Equal(t, 5, countStatus(t, f, record.StatusInProgress))
 	})
 }
 
@@ -227,9 +228,9 @@ func TestSweepExactlyOnceAcrossProcesses(t *testing.T) {
 		}
 		require.Equal(t, expired, total, "sweep counts %v", counts)
 		require.Equal(t, expired, countEntries(t, st, "", "timed_out"))
-		require.Equal(t, expired, countStatus(t, f, services.StatusTimedOut))
-		require.Equal(t, 10, countStatus(t, f, services.StatusInProgress))
-		page, err := f.l.List(context.Background(), f.agent, services.ActionFilter{Statuses: []services.Status{"timed_out"}, Limit: 20})
+		require.Equal(t, expired, countStatus(t, f, record.StatusTimedOut))
+		require.Equal(t, 10, countStatus(t, f, record.StatusInProgress))
+		page, err := f.l.List(context.Background(), f.agent, services.ActionFilter{Statuses: []record.Status{"timed_out"}, Limit: 20})
 		require.NoError(t, err)
 		for _, a := range page.Actions {
 			require.Equal(t, 2, a.Version, "timed out once")
@@ -324,7 +325,7 @@ func TestPrune(t *testing.T) {
 		n, err = l.Prune(ctx, cutoff)
 		require.NoError(t, err)
 		require.Zero(t, n)
-		require.Equal(t, "proceed", submit(t, l, fixtures[0].agent, intentK).Outcome)
+		require.Equal(t, record.OutcomeProceed, submit(t, l, fixtures[0].agent, intentK).Outcome)
 	})
 }
 
@@ -340,12 +341,12 @@ func TestPruneCountsFromNewestEntry(t *testing.T) {
 		}
 		f.clock.Advance(retention + time.Hour)
 		res := submit(t, f.l, f.agent, `{"key":"k","type":"note","message":"customer asked about this refund"}`)
-		require.Equal(t, "recorded", res.Outcome)
+		require.Equal(t, record.OutcomeRecorded, res.Outcome)
 		n, err := f.l.Prune(context.Background(), f.clock.Now().Add(-retention))
 		require.NoError(t, err)
 		require.Zero(t, n)
 		a := f.action(t, "k")
-		require.Equal(t, services.StatusSucceeded, a.Status)
+		require.Equal(t, record.StatusSucceeded, a.Status)
 		require.Equal(t, f.clock.Now(), a.UpdatedAt)
 	})
 }
@@ -360,7 +361,7 @@ func TestPruneWebhookMessages(t *testing.T) {
 		ctx := context.Background()
 		url := "http://127.0.0.1:9/hook"
 		_, err := services.NewWebhooks(st, services.AddressPolicy{AllowPrivate: true}).CreateEndpoint(ctx, admin(),
-			services.EndpointInput{URL: &url, EventTypes: &[]string{services.EventTimedOut}})
+			services.EndpointInput{URL: &url, EventTypes: &[]record.EventType{record.EventTimedOut}})
 		require.NoError(t, err)
 		f := newFixture(t, st, FixtureOpts{})
 		for _, k := range []string{"delivered", "pending"} {
@@ -411,22 +412,22 @@ func TestSweepBatchSkipsActionsChangedSinceRead(t *testing.T) {
 		keys := make([]string, n)
 		for i := range keys {
 			keys[i] = fmt.Sprintf("k%d", i)
-			require.Equal(t, "proceed", submit(t, e.l, e.agent, intent(IntentOpts{Key: keys[i], Timeout: 60})).Outcome)
+			require.Equal(t, record.OutcomeProceed, submit(t, e.l, e.agent, intent(IntentOpts{Key: keys[i], Timeout: 60})).Outcome)
 		}
 		e.clock.Advance(time.Second)
-		read := make([]*services.Action, n)
+		read := make([]*record.Action, n)
 		for i, k := range keys {
 			read[i] = e.action(t, k)
 		}
 		e.clock.Advance(29 * time.Second)
-		changed := map[string]services.Status{"k1": services.StatusInProgress, "k4": services.StatusSucceeded, "k7": services.StatusFailed}
+		changed := map[string]record.Status{"k1": record.StatusInProgress, "k4": record.StatusSucceeded, "k7": record.StatusFailed}
 		for _, raw := range []string{
 			`{"key":"k1","type":"heartbeat","attempt":1,"timeout":120}`,
 			`{"key":"k4","type":"succeeded","attempt":1}`,
 			`{"key":"k7","type":"failed","attempt":1,"error":"e","retriable":false}`,
 			`{"key":"k9","type":"note","message":"still waiting for the PSP"}`,
 		} {
-			require.Equal(t, "recorded", submit(t, e.l, e.agent, raw).Outcome, raw)
+			require.Equal(t, record.OutcomeRecorded, submit(t, e.l, e.agent, raw).Outcome, raw)
 		}
 		e.clock.Advance(31 * time.Second)
 
@@ -436,7 +437,7 @@ func TestSweepBatchSkipsActionsChangedSinceRead(t *testing.T) {
 
 		for i, k := range keys {
 			a := e.action(t, k)
-			timedOut, err := st.CountMessages(ctx, a.ID, services.EventTimedOut)
+			timedOut, err := st.CountMessages(ctx, a.ID, record.EventTimedOut)
 			require.NoError(t, err)
 			if want, ok := changed[k]; ok {
 				require.Equal(t, want, a.Status, k)
@@ -446,11 +447,11 @@ func TestSweepBatchSkipsActionsChangedSinceRead(t *testing.T) {
 				require.Zero(t, timedOut, k)
 				continue
 			}
-			require.Equal(t, services.StatusTimedOut, a.Status, k)
+			require.Equal(t, record.StatusTimedOut, a.Status, k)
 			require.Equal(t, read[i].Version+1, a.Version, k)
 			es := e.entries(t, a.ID)
 			last := es[len(es)-1]
-			require.Equal(t, "timed_out", last.Type, k)
+			require.Equal(t, record.TypeTimedOut, last.Type, k)
 			require.Equal(t, 1, countEntries(t, st, a.ID, "timed_out"), k)
 			wantSeq := 2
 			if k == "k9" {
@@ -464,7 +465,7 @@ func TestSweepBatchSkipsActionsChangedSinceRead(t *testing.T) {
 			require.Equal(t, []int{wantSeq}, seqs, "%s: the alert names the entry", k)
 		}
 		require.Equal(t, n-len(changed), countEntries(t, st, "", "timed_out"))
-		msgs, err := st.CountMessages(ctx, "", services.EventTimedOut)
+		msgs, err := st.CountMessages(ctx, "", record.EventTimedOut)
 		require.NoError(t, err)
 		require.Equal(t, n-len(changed), msgs)
 		require.Len(t, e.deliveries(t, ep.ID), n-len(changed), "one delivery per alert")
@@ -515,17 +516,17 @@ func TestSweepTwoLedgersManyLeases(t *testing.T) {
 		require.NoError(t, errs[1])
 		require.Equal(t, expired, counts[0]+counts[1], "sweep counts %v", counts)
 
-		require.Equal(t, expired, countStatus(t, f, services.StatusTimedOut))
-		require.Equal(t, 10, countStatus(t, f, services.StatusInProgress))
+		require.Equal(t, expired, countStatus(t, f, record.StatusTimedOut))
+		require.Equal(t, 10, countStatus(t, f, record.StatusInProgress))
 		require.Equal(t, expired, countEntries(t, st, "", "timed_out"))
 		// Every timed-out action has its intent and a timed_out entry, so
 		// this total leaves exactly two entries each.
 		require.Equal(t, 2*expired+10, countEntries(t, st, "", ""))
-		msgs, err := st.CountMessages(ctx, "", services.EventTimedOut)
+		msgs, err := st.CountMessages(ctx, "", record.EventTimedOut)
 		require.NoError(t, err)
 		require.Equal(t, expired, msgs)
 		require.Equal(t, expired, mustCount(t, st, "webhook_deliveries"))
-		page, err := f.l.List(ctx, f.agent, services.ActionFilter{Statuses: []services.Status{"timed_out"}, Limit: 50})
+		page, err := f.l.List(ctx, f.agent, services.ActionFilter{Statuses: []record.Status{"timed_out"}, Limit: 50})
 		require.NoError(t, err)
 		require.Len(t, page.Actions, 50)
 		for _, a := range page.Actions {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
-	"strings"
 	"time"
+
+	"github.com/arbiter-ledger/arbiter/services/driver"
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // The triage queue is what needs a person now: actions waiting for a
@@ -15,21 +17,14 @@ import (
 
 // TriageStatuses are the statuses that wait on a person or on an agent
 // picking up a person's decision.
-var TriageStatuses = []Status{StatusTimedOut, StatusRetryRequested, StatusCompensationRequested}
+var TriageStatuses = []record.Status{record.StatusTimedOut, record.StatusRetryRequested, record.StatusCompensationRequested}
 
 // TriageAlerts are the entry types shown as alerts on the triage queue.
-var TriageAlerts = []string{TypeKeyReused, TypeStaleOutcome}
+var TriageAlerts = []record.EntryType{record.TypeKeyReused, record.TypeStaleOutcome}
 
 // TriageAlertWindow is how far back alerts stay on the queue: they carry no
 // acknowledgement, so they age out.
 const TriageAlertWindow = 7 * 24 * time.Hour
-
-// The conditions below are spelled exactly as the partial indexes of
-// migration 00003 are, so that both databases prove the index applies.
-const (
-	triageStatusCond = `status IN ('timed_out', 'retry_requested', 'compensation_requested')`
-	triageAlertCond  = `type IN ('key_reused', 'stale_outcome')`
-)
 
 // TriageItem is one row of the queue.
 type TriageItem struct {
@@ -40,7 +35,7 @@ type TriageItem struct {
 	// entered its status, unless late entries were recorded since) or when
 	// the alert was recorded.
 	Since  time.Time
-	Action *Action
+	Action *record.Action
 }
 
 // Triage is the queue with the counts shown above it.
@@ -98,13 +93,13 @@ func (l *Ledger) Triage(ctx context.Context, p Principal, limit int) (*Triage, e
 	return t, nil
 }
 
-// namespaceScope returns the condition and argument that keep a query in p's
-// namespace, or nothing for a global principal.
-func namespaceScope(p Principal, column string, argN int) (string, []any) {
-	if p.Global() {
-		return "", nil
+// triageParams scopes the triage reads to what p may see.
+func triageParams(p Principal, statuses []record.Status, since time.Time, limit int) *driver.TriageParams {
+	q := &driver.TriageParams{Statuses: statuses, AlertTypes: TriageAlerts, Since: since, Limit: limit}
+	if !p.Global() {
+		q.Namespace = p.Namespace
 	}
-	return fmt.Sprintf(" AND %s = $%d", column, argN), []any{p.Namespace}
+	return q
 }
 
 // OpenStatuses are the statuses counted on the triage page: actions still
@@ -112,127 +107,61 @@ func namespaceScope(p Principal, column string, argN int) (string, []any) {
 // (actions_lease_idx, actions_triage_idx), so counting stays cheap with
 // millions of finished actions; finished statuses are counted on demand in
 // the action list and in metrics.
-var OpenStatuses = []Status{StatusInProgress, StatusTimedOut, StatusRetryRequested, StatusCompensationRequested}
+var OpenStatuses = []record.Status{record.StatusInProgress, record.StatusTimedOut, record.StatusRetryRequested, record.StatusCompensationRequested}
 
-// countsFor counts open actions per status in what p may see.
+// countsFor counts open actions per status in what p may see: the waiting
+// statuses and those in progress are counted apart, each by its own index.
 func (l *Ledger) countsFor(ctx context.Context, p Principal) (map[string]int64, error) {
 	out := map[string]int64{}
-	scope, args := namespaceScope(p, "namespace", 1)
-	queries := []string{
-		`SELECT status, count(*) FROM actions WHERE status IN ('timed_out', 'retry_requested', 'compensation_requested')` +
-			scope + ` GROUP BY status`,
-		`SELECT status, count(*) FROM actions WHERE status = 'in_progress'` + scope + ` GROUP BY status`,
-	}
 	for _, s := range OpenStatuses {
 		out[string(s)] = 0
 	}
-	for _, q := range queries {
-		rows, err := l.st.rsq.QueryContext(ctx, l.st.rebind(q), args...)
+	for _, statuses := range [][]record.Status{TriageStatuses, {record.StatusInProgress}} {
+		counts, err := l.st.ex.TriageCounts(ctx, triageParams(p, statuses, time.Time{}, 0))
 		if err != nil {
 			return nil, dbError("triage: count actions", err)
 		}
-		for rows.Next() {
-			var s string
-			var n int64
-			if err := rows.Scan(&s, &n); err != nil {
-				rows.Close()
-				return nil, dbError("triage: count actions", err)
-			}
-			out[s] = n
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, dbError("triage: count actions", err)
+		for s, n := range counts {
+			out[string(s)] = n
 		}
 	}
 	return out, nil
 }
 
 func (l *Ledger) countAlerts(ctx context.Context, p Principal, since time.Time) (map[string]int64, error) {
-	scope, args := namespaceScope(p, "namespace", 2)
-	q := `SELECT type, count(*) FROM entries WHERE ` + triageAlertCond + ` AND recorded_at >= $1` + scope + ` GROUP BY type`
-	rows, err := l.st.rsq.QueryContext(ctx, l.st.rebind(q), append([]any{since}, args...)...)
+	counts, err := l.st.ex.TriageAlertCounts(ctx, triageParams(p, nil, since, 0))
 	if err != nil {
 		return nil, dbError("triage: count alerts", err)
 	}
-	defer rows.Close()
 	out := map[string]int64{}
 	for _, typ := range TriageAlerts {
-		out[typ] = 0
+		out[string(typ)] = counts[typ]
 	}
-	for rows.Next() {
-		var typ string
-		var n int64
-		if err := rows.Scan(&typ, &n); err != nil {
-			return nil, dbError("triage: count alerts", err)
-		}
-		out[typ] = n
-	}
-	return out, dbErrorOrNil("triage: count alerts", rows.Err())
+	return out, nil
 }
 
 func (l *Ledger) waitingActions(ctx context.Context, p Principal, limit int) ([]TriageItem, error) {
-	scope, args := namespaceScope(p, "namespace", 1)
-	q := `SELECT ` + actionColumns + ` FROM actions WHERE ` + triageStatusCond + scope +
-		fmt.Sprintf(` ORDER BY updated_at, id LIMIT %d`, limit)
-	rows, err := l.st.rsq.QueryContext(ctx, l.st.rebind(q), args...)
+	actions, err := l.st.ex.TriageWaiting(ctx, triageParams(p, TriageStatuses, time.Time{}, limit))
 	if err != nil {
 		return nil, dbError("triage: read waiting actions", err)
 	}
-	defer rows.Close()
-	var out []TriageItem
-	for rows.Next() {
-		a, err := scanAction(rows)
-		if err != nil {
-			return nil, dbError("triage: read waiting actions", err)
-		}
+	out := make([]TriageItem, 0, len(actions))
+	for _, a := range actions {
 		out = append(out, TriageItem{Kind: string(a.Status), Since: a.UpdatedAt, Action: a})
 	}
-	return out, dbErrorOrNil("triage: read waiting actions", rows.Err())
+	return out, nil
 }
 
 func (l *Ledger) recentAlerts(ctx context.Context, p Principal, since time.Time, limit int) ([]TriageItem, error) {
-	scope, args := namespaceScope(p, "e.namespace", 2)
-	q := `SELECT e.type, e.recorded_at, ` + prefixed("a", actionColumns) + `
-		FROM entries e JOIN actions a ON a.id = e.action_id
-		WHERE e.` + triageAlertCond + ` AND e.recorded_at >= $1` + scope +
-		fmt.Sprintf(` ORDER BY e.recorded_at, e.id LIMIT %d`, limit)
-	rows, err := l.st.rsq.QueryContext(ctx, l.st.rebind(q), append([]any{since}, args...)...)
+	alerts, err := l.st.ex.TriageAlerts(ctx, triageParams(p, nil, since, limit))
 	if err != nil {
 		return nil, dbError("triage: read alerts", err)
 	}
-	defer rows.Close()
-	var out []TriageItem
-	for rows.Next() {
-		it := TriageItem{Alert: true}
-		a, err := scanAction(headScanner{row: rows, head: []any{&it.Kind, &it.Since}})
-		if err != nil {
-			return nil, dbError("triage: read alerts", err)
-		}
-		it.Since, it.Action = it.Since.UTC(), a
-		out = append(out, it)
+	out := make([]TriageItem, 0, len(alerts))
+	for _, t := range alerts {
+		out = append(out, TriageItem{Kind: string(t.Type), Alert: true, Since: t.RecordedAt, Action: t.Action})
 	}
-	return out, dbErrorOrNil("triage: read alerts", rows.Err())
-}
-
-// headScanner scans leading columns into head and the rest into what the
-// caller asks for, so scanAction can read a joined row.
-type headScanner struct {
-	row  scanner
-	head []any
-}
-
-func (s headScanner) Scan(dest ...any) error {
-	return s.row.Scan(slices.Concat(s.head, dest)...)
-}
-
-// prefixed qualifies every column of a column list with a table alias.
-func prefixed(alias, columns string) string {
-	cols := strings.Split(columns, ",")
-	for i, c := range cols {
-		cols[i] = alias + "." + strings.TrimSpace(c)
-	}
-	return strings.Join(cols, ", ")
+	return out, nil
 }
 
 // TriageStamp returns a short value that changes whenever the queue of any
@@ -240,20 +169,12 @@ func prefixed(alias, columns string) string {
 // or an alert is recorded or ages out. It reads two partial indexes, so it
 // stays cheap enough to poll every second.
 func (l *Ledger) TriageStamp(ctx context.Context) (string, error) {
-	var n, m int64
-	var newest, newestAlert string
-	err := l.st.rsq.QueryRowContext(ctx, `SELECT count(*), COALESCE(CAST(max(updated_at) AS text), '')
-		FROM actions WHERE `+triageStatusCond).Scan(&n, &newest)
-	if err != nil {
-		return "", dbError("triage: read stamp", err)
-	}
-	q := `SELECT count(*), COALESCE(CAST(max(recorded_at) AS text), '')
-		FROM entries WHERE ` + triageAlertCond + ` AND recorded_at >= $1`
-	err = l.st.rsq.QueryRowContext(ctx, l.st.rebind(q), l.now().Add(-TriageAlertWindow)).Scan(&m, &newestAlert)
+	raw, err := l.st.ex.TriageStamp(ctx, triageParams(Principal{Role: RoleAdmin}, TriageStatuses,
+		l.now().Add(-TriageAlertWindow), 0))
 	if err != nil {
 		return "", dbError("triage: read stamp", err)
 	}
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%d|%s|%d|%s", n, newest, m, newestAlert)
+	h.Write([]byte(raw))
 	return fmt.Sprintf("%016x", h.Sum64()), nil
 }

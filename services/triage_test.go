@@ -9,10 +9,11 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // decide takes a decision on key that must succeed.
-func (f *fixture) decide(t *testing.T, key, decision string) {
+func (f *fixture) decide(t *testing.T, key string, decision record.Decision) {
 	t.Helper()
 	_, _, err := f.l.Decide(context.Background(), f.operator, f.action(t, key).ID,
 		services.DecisionInput{Decision: decision, Reason: "triage test"})
@@ -28,7 +29,7 @@ func triageQueue(t *testing.T, f *fixture) []string {
 	reused := intent(IntentOpts{Key: "old-reused", Params: `{"order":"9999"}`})
 	send(intent(IntentOpts{Key: "old-reused"}))
 	send(`{"key":"old-reused","type":"succeeded","attempt":1}`)
-	require.Equal(t, services.OutcomeRejected, send(reused).Outcome)
+	require.Equal(t, record.OutcomeRejected, send(reused).Outcome)
 	f.clock.Advance(8 * 24 * time.Hour)
 
 	send(intent(IntentOpts{Key: "timed-out"}))
@@ -50,13 +51,13 @@ func triageQueue(t *testing.T, f *fixture) []string {
 	f.clock.Advance(10 * time.Second)
 	send(intent(IntentOpts{Key: "reused"}))
 	send(`{"key":"reused","type":"succeeded","attempt":1}`)
-	require.Equal(t, services.OutcomeRejected, send(intent(IntentOpts{Key: "reused", Tool: "payments.charge"})).Outcome)
+	require.Equal(t, record.OutcomeRejected, send(intent(IntentOpts{Key: "reused", Tool: "payments.charge"})).Outcome)
 
 	f.clock.Advance(10 * time.Second)
 	send(intent(IntentOpts{Key: "stale"}))
 	send(`{"key":"stale","type":"failed","attempt":1,"error":"gateway timeout","retriable":true}`)
 	send(intent(IntentOpts{Key: "stale"}))
-	require.Equal(t, services.OutcomeRejected, send(`{"key":"stale","type":"succeeded","attempt":1}`).Outcome)
+	require.Equal(t, record.OutcomeRejected, send(`{"key":"stale","type":"succeeded","attempt":1}`).Outcome)
 
 	send(intent(IntentOpts{Key: "running"}))
 	return []string{"timed-out", "retry", "compensate", "reused", "stale"}
@@ -75,23 +76,23 @@ func TestTriage(t *testing.T) {
 		type row struct {
 			key, kind string
 			alert     bool
-			status    services.Status
+			status    record.Status
 			since     time.Time
 		}
 		end := t0.Add(8 * 24 * time.Hour)
 		want := []row{
-			{"timed-out", "timed_out", false, services.StatusTimedOut, end.Add(61 * time.Second)},
-			{"retry", "retry_requested", false, services.StatusRetryRequested, end.Add(71 * time.Second)},
-			{"compensate", "compensation_requested", false, services.StatusCompensationRequested, end.Add(81 * time.Second)},
-			{"reused", "key_reused", true, services.StatusSucceeded, end.Add(91 * time.Second)},
-			{"stale", "stale_outcome", true, services.StatusInProgress, end.Add(101 * time.Second)},
+			{"timed-out", "timed_out", false, record.StatusTimedOut, end.Add(61 * time.Second)},
+			{"retry", "retry_requested", false, record.StatusRetryRequested, end.Add(71 * time.Second)},
+			{"compensate", "compensation_requested", false, record.StatusCompensationRequested, end.Add(81 * time.Second)},
+			{"reused", "key_reused", true, record.StatusSucceeded, end.Add(91 * time.Second)},
+			{"stale", "stale_outcome", true, record.StatusInProgress, end.Add(101 * time.Second)},
 		}
 		got := make([]row, len(tr.Items))
 		for i, it := range tr.Items {
 			got[i] = row{it.Action.Key, it.Kind, it.Alert, it.Action.Status, it.Since}
 			require.Equal(t, f.ns, it.Action.Namespace)
 			require.Equal(t, "payments.refund", it.Action.Tool)
-			require.Equal(t, services.EffectKeyed, it.Action.Effect)
+			require.Equal(t, record.EffectKeyed, it.Action.Effect)
 		}
 		require.Equal(t, want, got)
 		require.Equal(t, 2, tr.Items[4].Action.Attempt, "the stale outcome's action is at attempt 2")

@@ -13,25 +13,26 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // The outbox: which ledger changes alert, to whom, and that an alert exists
 // exactly when its change committed.
 
 // actionEvents are every event an action's change can alert.
-var actionEvents = []string{services.EventTimedOut, services.EventDecided, services.EventKeyReused,
-	services.EventStaleOutcome, services.EventLateResult, services.EventCompensated, services.EventFailed}
+var actionEvents = []record.EventType{record.EventTimedOut, record.EventDecided, record.EventKeyReused,
+	record.EventStaleOutcome, record.EventLateResult, record.EventCompensated, record.EventFailed}
 
 // alertsByKey maps the keys of the actions an endpoint's deliveries are about
 // to their event types, sorted.
-func (e *hookEnv) alertsByKey(t *testing.T, endpointID string) map[string][]string {
+func (e *hookEnv) alertsByKey(t *testing.T, endpointID string) map[string][]record.EventType {
 	t.Helper()
-	out := map[string][]string{}
+	out := map[string][]record.EventType{}
 	for _, d := range e.deliveries(t, endpointID) {
 		require.NotNil(t, d.ActionID)
 		a, err := e.l.Action(context.Background(), admin(), *d.ActionID)
 		require.NoError(t, err)
-		out[a.Key] = append(out[a.Key], d.EventType)
+		out[a.Key] = append(out[a.Key], record.EventType(d.EventType))
 	}
 	for k := range out {
 		slices.Sort(out[k])
@@ -39,7 +40,7 @@ func (e *hookEnv) alertsByKey(t *testing.T, endpointID string) map[string][]stri
 	return out
 }
 
-func (e *hookEnv) decide(t *testing.T, key, decision string) {
+func (e *hookEnv) decide(t *testing.T, key string, decision record.Decision) {
 	t.Helper()
 	a, err := e.l.ActionByKey(context.Background(), e.agent, "", key)
 	require.NoError(t, err)
@@ -54,49 +55,49 @@ func TestAlertEvents(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		e := newHookEnv(t, st)
 		ep := e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/", Events: actionEvents})
-		agentSays := func(key string, outcome string, raws ...string) {
+		agentSays := func(key string, outcome record.Outcome, raws ...string) {
 			t.Helper()
 			res := submitAll(t, e.l, e.agent, raws...)
 			require.Equal(t, outcome, res[len(res)-1].Outcome, "%s: %+v", key, res[len(res)-1].Error)
 		}
 
-		agentSays("reused", services.OutcomeRejected, intent(IntentOpts{Key: "reused"}),
+		agentSays("reused", record.OutcomeRejected, intent(IntentOpts{Key: "reused"}),
 			intent(IntentOpts{Key: "reused", Params: `{"order":"9001"}`}))
-		agentSays("stale", services.OutcomeRejected, intent(IntentOpts{Key: "stale"}),
+		agentSays("stale", record.OutcomeRejected, intent(IntentOpts{Key: "stale"}),
 			`{"key":"stale","type":"failed","attempt":1,"error":"gateway timeout","retriable":true}`,
 			intent(IntentOpts{Key: "stale"}),
 			`{"key":"stale","type":"succeeded","attempt":1}`)
-		agentSays("failed", services.OutcomeRecorded, intent(IntentOpts{Key: "failed"}),
+		agentSays("failed", record.OutcomeRecorded, intent(IntentOpts{Key: "failed"}),
 			`{"key":"failed","type":"failed","attempt":1,"error":"card declined"}`)
-		agentSays("retriable", services.OutcomeRecorded, intent(IntentOpts{Key: "retriable"}),
+		agentSays("retriable", record.OutcomeRecorded, intent(IntentOpts{Key: "retriable"}),
 			`{"key":"retriable","type":"failed","attempt":1,"error":"gateway timeout","retriable":true}`)
-		agentSays("compensated", services.OutcomeRecorded, intent(IntentOpts{Key: "compensated"}),
+		agentSays("compensated", record.OutcomeRecorded, intent(IntentOpts{Key: "compensated"}),
 			`{"key":"compensated","type":"succeeded","attempt":1}`)
 		e.decide(t, "compensated", "compensate")
-		agentSays("compensated", services.OutcomeRecorded, intent(IntentOpts{Key: "compensated"}),
+		agentSays("compensated", record.OutcomeRecorded, intent(IntentOpts{Key: "compensated"}),
 			`{"key":"compensated","type":"compensated","attempt":1}`)
-		agentSays("by-hand", services.OutcomeRecorded, intent(IntentOpts{Key: "by-hand"}),
+		agentSays("by-hand", record.OutcomeRecorded, intent(IntentOpts{Key: "by-hand"}),
 			`{"key":"by-hand","type":"succeeded","attempt":1}`)
 		e.decide(t, "by-hand", "compensate")
 		e.decide(t, "by-hand", "mark_compensated")
 
 		// Outcomes after the lease passed, before the sweeper saw it.
-		agentSays("late", services.OutcomeProceed, intent(IntentOpts{Key: "late", Timeout: 1}))
-		agentSays("late-failure", services.OutcomeProceed, intent(IntentOpts{Key: "late-failure", Timeout: 1}))
+		agentSays("late", record.OutcomeProceed, intent(IntentOpts{Key: "late", Timeout: 1}))
+		agentSays("late-failure", record.OutcomeProceed, intent(IntentOpts{Key: "late-failure", Timeout: 1}))
 		e.clock.Advance(2 * time.Second)
-		agentSays("late", services.OutcomeRecorded, `{"key":"late","type":"succeeded","attempt":1}`)
-		agentSays("late-failure", services.OutcomeRecorded, `{"key":"late-failure","type":"failed","attempt":1,"error":"declined"}`)
+		agentSays("late", record.OutcomeRecorded, `{"key":"late","type":"succeeded","attempt":1}`)
+		agentSays("late-failure", record.OutcomeRecorded, `{"key":"late-failure","type":"failed","attempt":1,"error":"declined"}`)
 		e.timeOut(t, "timed-out")
 
-		require.Equal(t, map[string][]string{
-			"reused":       {services.EventKeyReused},
-			"stale":        {services.EventStaleOutcome},
-			"failed":       {services.EventFailed},
-			"compensated":  {services.EventCompensated, services.EventDecided},
-			"by-hand":      {services.EventCompensated, services.EventDecided, services.EventDecided},
-			"late":         {services.EventLateResult},
-			"late-failure": {services.EventFailed, services.EventLateResult},
-			"timed-out":    {services.EventTimedOut},
+		require.Equal(t, map[string][]record.EventType{
+			"reused":       {record.EventKeyReused},
+			"stale":        {record.EventStaleOutcome},
+			"failed":       {record.EventFailed},
+			"compensated":  {record.EventCompensated, record.EventDecided},
+			"by-hand":      {record.EventCompensated, record.EventDecided, record.EventDecided},
+			"late":         {record.EventLateResult},
+			"late-failure": {record.EventFailed, record.EventLateResult},
+			"timed-out":    {record.EventTimedOut},
 		}, e.alertsByKey(t, ep.ID))
 		n, err := st.CountMessages(context.Background(), "", "")
 		require.NoError(t, err)
@@ -112,7 +113,7 @@ func TestDecidedCarriesTheDecision(t *testing.T) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
 		rcv := newReceiver(t)
-		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL, Events: []string{services.EventDecided}})
+		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL, Events: []record.EventType{record.EventDecided}})
 		a := e.timeOut(t, "k")
 		_, _, err := e.l.Decide(ctx, e.operator, a.ID, services.DecisionInput{Decision: "retry",
 			Reason: "No refund in the PSP for order 8812."})
@@ -122,15 +123,15 @@ func TestDecidedCarriesTheDecision(t *testing.T) {
 		r := rcv.waitRequests(t, 1)[0]
 		require.NoError(t, verify(ep.Secret, r))
 		m := messageOf(t, r)
-		require.Equal(t, services.EventDecided, m.Type)
+		require.Equal(t, record.EventDecided, m.Type)
 		require.Equal(t, &services.DecisionInfo{Decision: "retry", Reason: "No refund in the PSP for order 8812.",
 			Operator: "ops-alice"}, m.Data.Decision)
 		require.Equal(t, a.ID, m.Data.Action.ID)
-		require.Equal(t, services.StatusRetryRequested, m.Data.Action.Status)
+		require.Equal(t, record.StatusRetryRequested, m.Data.Action.Status)
 		require.Equal(t, 3, m.Data.Action.Version)
-		require.Equal(t, services.TypeDecision, m.Data.Entry.Type)
+		require.Equal(t, record.TypeDecision, m.Data.Entry.Type)
 		require.Equal(t, 3, m.Data.Entry.Seq)
-		require.Equal(t, services.Actor{Kind: "operator", Name: "ops-alice"}, m.Data.Entry.Actor)
+		require.Equal(t, record.Actor{Kind: "operator", Name: "ops-alice"}, m.Data.Entry.Actor)
 		require.Equal(t, m.Data.Entry.RecordedAt, m.Timestamp)
 	})
 }
@@ -143,20 +144,20 @@ func TestSubscriptions(t *testing.T) {
 		x := newHookEnv(t, st)
 		y := &hookEnv{fixture: newFixture(t, st, FixtureOpts{}), hooks: x.hooks}
 		url := "http://127.0.0.1:9/"
-		failedInX := x.endpoint(t, EndpointOpts{URL: url, Events: []string{services.EventFailed}, Namespaces: []string{x.ns}})
-		timedOutAnywhere := x.endpoint(t, EndpointOpts{URL: url, Events: []string{services.EventTimedOut}})
-		bothInY := x.endpoint(t, EndpointOpts{URL: url, Events: []string{services.EventFailed, services.EventTimedOut}, Namespaces: []string{y.ns}})
-		decidedInXY := x.endpoint(t, EndpointOpts{URL: url, Events: []string{services.EventDecided}, Namespaces: []string{x.ns, y.ns}})
+		failedInX := x.endpoint(t, EndpointOpts{URL: url, Events: []record.EventType{record.EventFailed}, Namespaces: []string{x.ns}})
+		timedOutAnywhere := x.endpoint(t, EndpointOpts{URL: url, Events: []record.EventType{record.EventTimedOut}})
+		bothInY := x.endpoint(t, EndpointOpts{URL: url, Events: []record.EventType{record.EventFailed, record.EventTimedOut}, Namespaces: []string{y.ns}})
+		decidedInXY := x.endpoint(t, EndpointOpts{URL: url, Events: []record.EventType{record.EventDecided}, Namespaces: []string{x.ns, y.ns}})
 
 		for _, e := range []*hookEnv{x, y} {
 			submitAll(t, e.l, e.agent, intent(IntentOpts{Key: e.ns + "-failed"}),
 				fmt.Sprintf(`{"key":%q,"type":"failed","attempt":1,"error":"declined"}`, e.ns+"-failed"))
 			e.timeOut(t, e.ns+"-timed-out")
 		}
-		require.Equal(t, map[string][]string{x.ns + "-failed": {services.EventFailed}}, x.alertsByKey(t, failedInX.ID))
-		require.Equal(t, map[string][]string{x.ns + "-timed-out": {services.EventTimedOut}, y.ns + "-timed-out": {services.EventTimedOut}},
+		require.Equal(t, map[string][]record.EventType{x.ns + "-failed": {record.EventFailed}}, x.alertsByKey(t, failedInX.ID))
+		require.Equal(t, map[string][]record.EventType{x.ns + "-timed-out": {record.EventTimedOut}, y.ns + "-timed-out": {record.EventTimedOut}},
 			x.alertsByKey(t, timedOutAnywhere.ID))
-		require.Equal(t, map[string][]string{y.ns + "-failed": {services.EventFailed}, y.ns + "-timed-out": {services.EventTimedOut}},
+		require.Equal(t, map[string][]record.EventType{y.ns + "-failed": {record.EventFailed}, y.ns + "-timed-out": {record.EventTimedOut}},
 			x.alertsByKey(t, bothInY.ID))
 		require.Empty(t, x.alertsByKey(t, decidedInXY.ID))
 	})
@@ -170,10 +171,10 @@ func TestDecisionThatLosesItsRaceWritesNoMessage(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
-		e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/", Events: []string{services.EventDecided}})
+		e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/", Events: []record.EventType{record.EventDecided}})
 		a := e.timeOut(t, "k") // as read: timed_out at version 2
 		messages := func() int {
-			n, err := st.CountMessages(ctx, a.ID, services.EventDecided)
+			n, err := st.CountMessages(ctx, a.ID, record.EventDecided)
 			require.NoError(t, err)
 			return n
 		}
@@ -202,12 +203,12 @@ func TestConcurrentDecisionsAlertOnce(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
-		ep := e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/", Events: []string{services.EventDecided}})
+		ep := e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/", Events: []record.EventType{record.EventDecided}})
 		a := e.timeOut(t, "k")
 		var wg sync.WaitGroup
 		errs := make([]error, 8)
 		for i := range errs {
-			decision := []string{"confirm", "abandon"}[i%2]
+			decision := []record.Decision{"confirm", "abandon"}[i%2]
 			wg.Go(func() {
 				_, _, errs[i] = e.l.Decide(ctx, e.operator, a.ID, services.DecisionInput{Decision: decision, Reason: "race"})
 			})
@@ -224,7 +225,7 @@ func TestConcurrentDecisionsAlertOnce(t *testing.T) {
 			require.Contains(t, []string{services.CodeVersionConflict, services.CodeInvalidTransition}, ae.Code)
 		}
 		require.Equal(t, 1, won)
-		n, err := st.CountMessages(ctx, a.ID, services.EventDecided)
+		n, err := st.CountMessages(ctx, a.ID, record.EventDecided)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 		require.Len(t, e.deliveries(t, ep.ID), 1)
@@ -238,7 +239,7 @@ func TestFailedTransactionLeavesNoMessage(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
-		e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/", Events: []string{services.EventDecided}})
+		e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/", Events: []record.EventType{record.EventDecided}})
 		a := e.timeOut(t, "k")
 		fail, heal := `CREATE TRIGGER fail_delivery BEFORE INSERT ON webhook_deliveries
 			BEGIN SELECT RAISE(ABORT, 'injected failure'); END`, `DROP TRIGGER fail_delivery`
@@ -257,19 +258,19 @@ func TestFailedTransactionLeavesNoMessage(t *testing.T) {
 		require.False(t, errors.As(err, &coded) && coded.Code == services.CodeVersionConflict, "a database failure, not a lost race: %v", err)
 		after, err := e.l.Action(ctx, e.operator, a.ID)
 		require.NoError(t, err)
-		require.Equal(t, services.StatusTimedOut, after.Status, "the action is unchanged")
+		require.Equal(t, record.StatusTimedOut, after.Status, "the action is unchanged")
 		require.Equal(t, a.Version, after.Version)
 		n, err := st.CountEntries(ctx, a.ID, "")
 		require.NoError(t, err)
 		require.Equal(t, 2, n, "the entry was rolled back")
-		n, err = st.CountMessages(ctx, a.ID, services.EventDecided)
+		n, err = st.CountMessages(ctx, a.ID, record.EventDecided)
 		require.NoError(t, err)
 		require.Zero(t, n, "the message was rolled back")
 
 		require.NoError(t, st.ExecForTest(ctx, heal))
 		_, _, err = e.l.Decide(ctx, e.operator, a.ID, decision)
 		require.NoError(t, err)
-		n, err = st.CountMessages(ctx, a.ID, services.EventDecided)
+		n, err = st.CountMessages(ctx, a.ID, record.EventDecided)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 	})

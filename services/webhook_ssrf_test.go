@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/record"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -64,7 +66,7 @@ func TestPrivateAddressesAreRefusedAtCreation(t *testing.T) {
 		})
 		strict := services.NewWebhooks(st, services.AddressPolicy{Resolver: dns})
 		create := func(w *services.Webhooks, u string) error {
-			_, err := w.CreateEndpoint(ctx, admin(), services.EndpointInput{URL: &u, EventTypes: &[]string{services.EventTimedOut}})
+			_, err := w.CreateEndpoint(ctx, admin(), services.EndpointInput{URL: &u, EventTypes: &[]record.EventType{record.EventTimedOut}})
 			return err
 		}
 		for _, u := range []string{
@@ -83,7 +85,7 @@ func TestPrivateAddressesAreRefusedAtCreation(t *testing.T) {
 			require.NoError(t, create(strict, u), u)
 		}
 
-		ep, err := strict.CreateEndpoint(ctx, admin(), services.EndpointInput{URL: new("https://public.example/"), EventTypes: &[]string{services.EventTimedOut}})
+		ep, err := strict.CreateEndpoint(ctx, admin(), services.EndpointInput{URL: new("https://public.example/"), EventTypes: &[]record.EventType{record.EventTimedOut}})
 		require.NoError(t, err)
 		_, err = strict.UpdateEndpoint(ctx, admin(), ep.ID, services.EndpointInput{URL: new("http://internal.example/")})
 		requireCode(t, services.CodeInvalid, err, "changing the URL is checked too")

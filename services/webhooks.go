@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/record"
+
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
@@ -45,29 +47,29 @@ const secretOverlap = 24 * time.Hour
 // Endpoint is a webhook receiver as the API shows it. Secret is only set in
 // the answers to creation and rotation.
 type Endpoint struct {
-	ID             string     `json:"id"`
-	URL            string     `json:"url"`
-	EventTypes     []string   `json:"event_types"`
-	Namespaces     []string   `json:"namespaces"`
-	Format         string     `json:"format"`
-	Description    string     `json:"description"`
-	Enabled        bool       `json:"enabled"`
-	DisabledReason *string    `json:"disabled_reason"`
-	FailingSince   *time.Time `json:"failing_since"`
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
-	Secret         string     `json:"secret,omitempty"`
+	ID             string             `json:"id"`
+	URL            string             `json:"url"`
+	EventTypes     []record.EventType `json:"event_types"`
+	Namespaces     []string           `json:"namespaces"`
+	Format         string             `json:"format"`
+	Description    string             `json:"description"`
+	Enabled        bool               `json:"enabled"`
+	DisabledReason *string            `json:"disabled_reason"`
+	FailingSince   *time.Time         `json:"failing_since"`
+	CreatedAt      time.Time          `json:"created_at"`
+	UpdatedAt      time.Time          `json:"updated_at"`
+	Secret         string             `json:"secret,omitempty"`
 }
 
 // EndpointInput creates an endpoint, or (with pointers left nil) changes
 // some of its fields.
 type EndpointInput struct {
-	URL         *string   `json:"url,omitempty"`
-	EventTypes  *[]string `json:"event_types,omitempty"`
-	Namespaces  *[]string `json:"namespaces,omitempty"`
-	Format      *string   `json:"format,omitempty"`
-	Description *string   `json:"description,omitempty"`
-	Enabled     *bool     `json:"enabled,omitempty"`
+	URL         *string             `json:"url,omitempty"`
+	EventTypes  *[]record.EventType `json:"event_types,omitempty"`
+	Namespaces  *[]string           `json:"namespaces,omitempty"`
+	Format      *string             `json:"format,omitempty"`
+	Description *string             `json:"description,omitempty"`
+	Enabled     *bool               `json:"enabled,omitempty"`
 }
 
 func (w *Webhooks) validate(ctx context.Context, in *EndpointInput, creating bool) error {
@@ -75,7 +77,7 @@ func (w *Webhooks) validate(ctx context.Context, in *EndpointInput, creating boo
 		return Errorf(CodeInvalid, "field \"url\" is required")
 	}
 	if creating && (in.EventTypes == nil || len(*in.EventTypes) == 0) {
-		return Errorf(CodeInvalid, "field \"event_types\" must list at least one of %s", strings.Join(EventTypes, ", "))
+		return Errorf(CodeInvalid, "field \"event_types\" must list at least one of %s", listOrNone(record.EventTypes))
 	}
 	if in.URL != nil {
 		if err := w.policy.ValidateWebhookURL(ctx, *in.URL); err != nil {
@@ -87,8 +89,8 @@ func (w *Webhooks) validate(ctx context.Context, in *EndpointInput, creating boo
 			return Errorf(CodeInvalid, "field \"event_types\" must not be empty")
 		}
 		for _, t := range *in.EventTypes {
-			if !slices.Contains(EventTypes, t) {
-				return Errorf(CodeInvalid, "unknown event type %q: use %s", t, strings.Join(EventTypes, ", "))
+			if !slices.Contains(record.EventTypes, t) {
+				return Errorf(CodeInvalid, "unknown event type %q: use %s", t, listOrNone(record.EventTypes))
 			}
 		}
 	}
@@ -117,15 +119,15 @@ func printableText(s string) bool {
 	}, s))
 }
 
-func sortedUnique(xs []string) []string {
+func sortedUnique[T ~string](xs []T) []T {
 	out := slices.Clone(xs)
 	slices.Sort(out)
 	return slices.Compact(out)
 }
 
-func jsonList(xs []string) string {
+func jsonList[T ~string](xs []T) string {
 	if xs == nil {
-		xs = []string{}
+		xs = []T{}
 	}
 	b, _ := json.Marshal(sortedUnique(xs))
 	return string(b)
@@ -316,9 +318,9 @@ func (w *Webhooks) SendTest(ctx context.Context, p Principal, id string) (*Deliv
 	}
 	now := w.now()
 	msgID, delID := newID(), newID()
-	body, _ := json.Marshal(MessageBody{Type: EventTest, Timestamp: now, Data: MessageData{Endpoint: &id}})
+	body, _ := json.Marshal(MessageBody{Type: record.EventTest, Timestamp: now, Data: MessageData{Endpoint: &id}})
 	err := w.st.wdb.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Create(&models.WebhookMessage{ID: msgID, EventType: EventTest, Payload: body, CreatedAt: now}).Error; err != nil {
+		if err := tx.Create(&models.WebhookMessage{ID: msgID, EventType: string(record.EventTest), Payload: body, CreatedAt: now}).Error; err != nil {
 			return err
 		}
 		return tx.Create(&models.WebhookDelivery{ID: delID, MessageID: msgID, EndpointID: id, State: DeliveryPending,
@@ -374,7 +376,7 @@ type Attempt struct {
 const deliveryColumns = `d.id, d.message_id, d.endpoint_id, m.event_type, m.action_id, d.state, d.attempts,
 	d.next_attempt_at, d.last_status, d.last_error, d.created_at, d.updated_at`
 
-func scanDelivery(row scanner) (*Delivery, error) {
+func scanDelivery(row interface{ Scan(dest ...any) error }) (*Delivery, error) {
 	var d Delivery
 	var next time.Time
 	err := row.Scan(&d.ID, &d.MessageID, &d.EndpointID, &d.EventType, &d.ActionID, &d.State, &d.AttemptCount,
@@ -393,9 +395,9 @@ func scanDelivery(row scanner) (*Delivery, error) {
 }
 
 func (w *Webhooks) deliveries(ctx context.Context, where string, limit int, args ...any) ([]*Delivery, error) {
-	q := w.st.rebind(`SELECT ` + deliveryColumns + ` FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
-		WHERE ` + where + ` ORDER BY d.created_at DESC, d.id DESC LIMIT ` + strconv.Itoa(limit))
-	rows, err := w.st.rsq.QueryContext(ctx, q, args...)
+	rows, err := w.st.db.WithContext(ctx).Raw(`SELECT `+deliveryColumns+` FROM webhook_deliveries d
+		JOIN webhook_messages m ON m.id = d.message_id WHERE `+where+` ORDER BY d.created_at DESC, d.id DESC LIMIT `+
+		strconv.Itoa(limit), args...).Rows()
 	if err != nil {
 		return nil, dbError("webhooks: list deliveries", err)
 	}
@@ -442,16 +444,16 @@ func (w *Webhooks) EndpointDeliveries(ctx context.Context, p Principal, endpoint
 	if _, err := w.find(ctx, endpointID); err != nil {
 		return nil, err
 	}
-	return w.deliveries(ctx, "d.endpoint_id = $1", clampLimit(limit), endpointID)
+	return w.deliveries(ctx, "d.endpoint_id = ?", clampLimit(limit), endpointID)
 }
 
 // ActionDeliveries lists the deliveries an action's changes caused, for
 // anyone who may see the action.
-func (w *Webhooks) ActionDeliveries(ctx context.Context, p Principal, a *Action) ([]*Delivery, error) {
+func (w *Webhooks) ActionDeliveries(ctx context.Context, p Principal, a *record.Action) ([]*Delivery, error) {
 	if !p.Sees(a.Namespace) {
 		return nil, Errorf(CodeNotFound, "no action has id %q", a.ID)
 	}
-	return w.deliveries(ctx, "m.action_id = $1", 200, a.ID)
+	return w.deliveries(ctx, "m.action_id = ?", 200, a.ID)
 }
 
 // Delivery returns one delivery with its attempts.
@@ -462,7 +464,7 @@ func (w *Webhooks) Delivery(ctx context.Context, p Principal, id string) (*Deliv
 	if _, err := uuid.Parse(id); err != nil {
 		return nil, Errorf(CodeNotFound, "no delivery has id %q", id)
 	}
-	ds, err := w.deliveries(ctx, "d.id = $1", 1, id)
+	ds, err := w.deliveries(ctx, "d.id = ?", 1, id)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // The webhook suite: delivery, signatures, retries and endpoint health, on
@@ -122,16 +123,16 @@ func newHookEnv(t *testing.T, st *services.Store) *hookEnv {
 
 // EndpointOpts describes an endpoint to create.
 type EndpointOpts struct {
-	URL        string   // required
-	Events     []string // default: action.timed_out
-	Namespaces []string // default: every namespace
-	Format     string   // default: standard
+	URL        string             // required
+	Events     []record.EventType // default: action.timed_out
+	Namespaces []string           // default: every namespace
+	Format     string             // default: standard
 }
 
 func (e *hookEnv) endpoint(t *testing.T, o EndpointOpts) *services.Endpoint {
 	t.Helper()
 	if o.Events == nil {
-		o.Events = []string{services.EventTimedOut}
+		o.Events = []record.EventType{record.EventTimedOut}
 	}
 	in := services.EndpointInput{URL: &o.URL, EventTypes: &o.Events}
 	if o.Namespaces != nil {
@@ -147,16 +148,16 @@ func (e *hookEnv) endpoint(t *testing.T, o EndpointOpts) *services.Endpoint {
 
 // timeOut records an intent for key with a one-second lease, lets it pass
 // and sweeps, which alerts action.timed_out.
-func (e *hookEnv) timeOut(t *testing.T, key string) *services.Action {
+func (e *hookEnv) timeOut(t *testing.T, key string) *record.Action {
 	t.Helper()
 	res := submit(t, e.l, e.agent, intent(IntentOpts{Key: key, Timeout: 1}))
-	require.Equal(t, services.OutcomeProceed, res.Outcome)
+	require.Equal(t, record.OutcomeProceed, res.Outcome)
 	e.clock.Advance(2 * time.Second)
 	_, err := e.l.Sweep(context.Background())
 	require.NoError(t, err)
 	a, err := e.l.ActionByKey(context.Background(), e.agent, "", key)
 	require.NoError(t, err)
-	require.Equal(t, services.StatusTimedOut, a.Status)
+	require.Equal(t, record.StatusTimedOut, a.Status)
 	return a
 }
 
@@ -250,7 +251,7 @@ func TestTimedOutActionIsDelivered(t *testing.T) {
 		ctx := context.Background()
 		rcv := newReceiver(t)
 		hooks := services.NewWebhooks(st, services.AddressPolicy{AllowPrivate: true})
-		ep, err := hooks.CreateEndpoint(ctx, admin(), services.EndpointInput{URL: &rcv.srv.URL, EventTypes: &[]string{services.EventTimedOut}})
+		ep, err := hooks.CreateEndpoint(ctx, admin(), services.EndpointInput{URL: &rcv.srv.URL, EventTypes: &[]record.EventType{record.EventTimedOut}})
 		require.NoError(t, err)
 		require.Regexp(t, `^whsec_`, ep.Secret)
 
@@ -275,9 +276,9 @@ func TestTimedOutActionIsDelivered(t *testing.T) {
 		require.NoError(t, wh.Verify(req.body, req.header), "the Standard Webhooks library accepts the signature")
 		var body services.MessageBody
 		require.NoError(t, json.Unmarshal(req.body, &body))
-		require.Equal(t, services.EventTimedOut, body.Type)
-		require.Equal(t, services.StatusTimedOut, body.Data.Action.Status)
-		require.Equal(t, "timed_out", body.Data.Entry.Type)
+		require.Equal(t, record.EventTimedOut, body.Type)
+		require.Equal(t, record.StatusTimedOut, body.Data.Action.Status)
+		require.Equal(t, record.TypeTimedOut, body.Data.Entry.Type)
 		require.Equal(t, 2, body.Data.Entry.Seq, "the entry's seq is the one the ledger assigned")
 		require.Equal(t, "application/json", req.header.Get("Content-Type"))
 
@@ -349,11 +350,11 @@ func TestSendTestDeliversWebhookTest(t *testing.T) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
 		rcv := newReceiver(t)
-		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL, Events: []string{services.EventFailed}})
+		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL, Events: []record.EventType{record.EventFailed}})
 		queued, err := e.hooks.SendTest(ctx, admin(), ep.ID)
 		require.NoError(t, err)
 		require.Equal(t, services.DeliveryPending, queued.State)
-		require.Equal(t, services.EventTest, queued.EventType)
+		require.Equal(t, record.EventTest, record.EventType(queued.EventType))
 		require.Nil(t, queued.ActionID)
 		startDispatcher(t, st, DispatcherOpts{})
 
@@ -361,7 +362,7 @@ func TestSendTestDeliversWebhookTest(t *testing.T) {
 		require.NoError(t, verify(ep.Secret, r))
 		require.Equal(t, queued.WebhookID, r.header.Get("webhook-id"))
 		m := messageOf(t, r)
-		require.Equal(t, services.EventTest, m.Type)
+		require.Equal(t, record.EventTest, m.Type)
 		require.Equal(t, ep.ID, *m.Data.Endpoint)
 		require.Nil(t, m.Data.Action)
 		d := e.waitDelivery(t, ep.ID, func(d *services.Delivery) bool { return d.State == services.DeliverySucceeded })
@@ -637,10 +638,10 @@ func TestSlackFormat(t *testing.T) {
 		e := newHookEnv(t, st)
 		rcv := newReceiver(t)
 		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL, Format: services.FormatSlack,
-			Events: []string{services.EventTimedOut, services.EventDecided}})
+			Events: []record.EventType{record.EventTimedOut, record.EventDecided}})
 		key := `refund:<b>&"x"`
 		raw := fmt.Sprintf(`{"key":%q,"type":"intent","tool":"pay<!channel>","reference":"<!here> & co","timeout":1}`, key)
-		require.Equal(t, services.OutcomeProceed, submit(t, e.l, e.agent, raw).Outcome)
+		require.Equal(t, record.OutcomeProceed, submit(t, e.l, e.agent, raw).Outcome)
 		e.clock.Advance(2 * time.Second)
 		_, err := e.l.Sweep(ctx)
 		require.NoError(t, err)
@@ -651,7 +652,7 @@ func TestSlackFormat(t *testing.T) {
 		startDispatcher(t, st, DispatcherOpts{PublicURL: "https://arbiter.example.com/"})
 
 		reqs := rcv.waitRequests(t, 2)
-		byText := map[string]string{}
+		byText := map[record.EventType]string{}
 		for _, r := range reqs {
 			require.NoError(t, verify(ep.Secret, r), "Slack messages are signed too")
 			var m struct {
@@ -669,19 +670,19 @@ func TestSlackFormat(t *testing.T) {
 			require.Equal(t, "section", m.Blocks[0].Type)
 			require.Equal(t, "mrkdwn", m.Blocks[0].Text.Type)
 			require.NotContains(t, m.Text, "<", "the notification line carries no markup")
-			byText[strings.SplitN(m.Text, ":", 2)[0]] = m.Blocks[0].Text.Text
+			byText[record.EventType(strings.SplitN(m.Text, ":", 2)[0])] = m.Blocks[0].Text.Text
 		}
 		link := "<https://arbiter.example.com/actions/" + a.ID + `|refund:&lt;b&gt;&amp;"x">`
-		for _, ev := range []string{services.EventTimedOut, services.EventDecided} {
+		for _, ev := range []record.EventType{record.EventTimedOut, record.EventDecided} {
 			text := byText[ev]
-			require.Contains(t, text, "*"+ev+"* — "+link)
+			require.Contains(t, text, "*"+string(ev)+"* — "+link)
 			require.Equal(t, 1, strings.Count(text, "<"), "the link is the only markup: %s", text)
 			require.Contains(t, text, "namespace `"+e.ns+"` · tool `pay&lt;!channel&gt;`")
 			require.Contains(t, text, "reference: &lt;!here&gt; &amp; co")
 		}
-		require.Contains(t, byText[services.EventTimedOut], "status *timed_out*")
-		require.Contains(t, byText[services.EventDecided], "status *abandoned*")
-		require.Contains(t, byText[services.EventDecided], "ops-alice decided *abandon*: &lt;@U123&gt; &amp; &lt;script&gt;")
+		require.Contains(t, byText[record.EventTimedOut], "status *timed_out*")
+		require.Contains(t, byText[record.EventDecided], "status *abandoned*")
+		require.Contains(t, byText[record.EventDecided], "ops-alice decided *abandon*: &lt;@U123&gt; &amp; &lt;script&gt;")
 	})
 }
 
@@ -694,9 +695,9 @@ func TestEndpointManagement(t *testing.T) {
 		e := newHookEnv(t, st)
 		url := "http://127.0.0.1:9/hook"
 		ep, err := e.hooks.CreateEndpoint(ctx, admin(), services.EndpointInput{URL: &url,
-			EventTypes: &[]string{services.EventTimedOut, services.EventDecided, services.EventTimedOut}})
+			EventTypes: &[]record.EventType{record.EventTimedOut, record.EventDecided, record.EventTimedOut}})
 		require.NoError(t, err)
-		require.Equal(t, []string{services.EventDecided, services.EventTimedOut}, ep.EventTypes, "sorted, without duplicates")
+		require.Equal(t, []record.EventType{record.EventDecided, record.EventTimedOut}, ep.EventTypes, "sorted, without duplicates")
 		require.Equal(t, []string{}, ep.Namespaces)
 		require.Equal(t, services.FormatStandard, ep.Format)
 		require.True(t, ep.Enabled)
@@ -719,17 +720,17 @@ func TestEndpointManagement(t *testing.T) {
 		require.Empty(t, changed.Secret)
 
 		for name, in := range map[string]services.EndpointInput{
-			"no url":        {EventTypes: &[]string{services.EventTimedOut}},
-			"no events":     {URL: &url, EventTypes: &[]string{}},
-			"unknown event": {URL: &url, EventTypes: &[]string{"action.done"}},
-			"bad format":    {URL: &url, EventTypes: &[]string{services.EventTimedOut}, Format: new("xml")},
-			"bad namespace": {URL: &url, EventTypes: &[]string{services.EventTimedOut}, Namespaces: &[]string{"Not OK"}},
-			"long desc":     {URL: &url, EventTypes: &[]string{services.EventTimedOut}, Description: new(strings.Repeat("d", 1025))},
+			"no url":        {EventTypes: &[]record.EventType{record.EventTimedOut}},
+			"no events":     {URL: &url, EventTypes: &[]record.EventType{}},
+			"unknown event": {URL: &url, EventTypes: &[]record.EventType{"action.done"}},
+			"bad format":    {URL: &url, EventTypes: &[]record.EventType{record.EventTimedOut}, Format: new("xml")},
+			"bad namespace": {URL: &url, EventTypes: &[]record.EventType{record.EventTimedOut}, Namespaces: &[]string{"Not OK"}},
+			"long desc":     {URL: &url, EventTypes: &[]record.EventType{record.EventTimedOut}, Description: new(strings.Repeat("d", 1025))},
 		} {
 			_, err := e.hooks.CreateEndpoint(ctx, admin(), in)
 			requireCode(t, services.CodeInvalid, err, name)
 		}
-		_, err = e.hooks.CreateEndpoint(ctx, e.operator, services.EndpointInput{URL: &url, EventTypes: &[]string{services.EventTimedOut}})
+		_, err = e.hooks.CreateEndpoint(ctx, e.operator, services.EndpointInput{URL: &url, EventTypes: &[]record.EventType{record.EventTimedOut}})
 		requireCode(t, services.CodeForbidden, err)
 		_, err = e.hooks.Endpoints(ctx, e.agent)
 		requireCode(t, services.CodeForbidden, err)

@@ -5,14 +5,16 @@ import (
 	"slices"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/record"
+
 	"github.com/arbiter-ledger/arbiter/services"
 )
 
 // ActionView is what one action's page shows: the action and its timeline
 // as read together, and the state of the decision panel.
 type ActionView struct {
-	Action  *services.Action
-	Entries []*services.Entry // oldest first, ending with the entry that made Action's state
+	Action  *record.Action
+	Entries []*record.Entry // oldest first, ending with the entry that made Action's state
 	Now     time.Time
 	CSRF    string
 	// CanDecide is whether the signed-in user may decide; a viewer gets a
@@ -46,7 +48,7 @@ type DecisionConflict struct {
 	SeenVersion int
 	SeenStatus  string
 	// Since are the entries recorded after the newest one the operator saw.
-	Since []*services.Entry
+	Since []*record.Entry
 }
 
 // SeenSeq is the seq of the newest entry shown, sent back with a decision so
@@ -59,12 +61,12 @@ func (v ActionView) SeenSeq() int {
 }
 
 // Allowed lists the decisions the action's status allows now.
-func (v ActionView) Allowed() []string { return services.AllowedDecisions(v.Action.Status) }
+func (v ActionView) Allowed() []record.Decision { return services.AllowedDecisions(v.Action.Status) }
 
 // KeyReuse is one refused intent that offered the action's key with other
 // params, set beside what is stored.
 type KeyReuse struct {
-	Entry              *services.Entry
+	Entry              *record.Entry
 	OfferedTool        string
 	OfferedFingerprint string
 	OfferedParams      json.RawMessage
@@ -86,14 +88,10 @@ type ParamRow struct {
 func (v ActionView) KeyReuses() []KeyReuse {
 	var out []KeyReuse
 	for _, e := range v.Entries {
-		if e.Type != services.TypeKeyReused {
+		if e.Type != record.TypeKeyReused {
 			continue
 		}
-		var p struct {
-			Tool        string          `json:"tool"`
-			Fingerprint string          `json:"fingerprint"`
-			Params      json.RawMessage `json:"params"`
-		}
+		var p record.KeyReusedPayload
 		_ = json.Unmarshal(e.Payload, &p) // a payload we cannot read shows as empty, never fails the page
 		out = append(out, KeyReuse{Entry: e, OfferedTool: p.Tool, OfferedFingerprint: p.Fingerprint,
 			OfferedParams: p.Params, Rows: compareParams(v.Action.Params, p.Params)})
@@ -157,21 +155,43 @@ func orEmptyObject(raw json.RawMessage) json.RawMessage {
 	return raw
 }
 
-// entryPayload is the part of an entry's payload the timeline shows inline.
+// entryPayload is the part of an entry's payload the timeline shows inline,
+// gathered from the payload struct of the entry's type.
 type entryPayload struct {
-	Decision     string  `json:"decision"`
-	Reason       string  `json:"reason"`
-	Acknowledged bool    `json:"acknowledge_duplicate_risk"`
-	ExternalRef  *string `json:"external_ref"`
-	Error        string  `json:"error"`
-	Retriable    *bool   `json:"retriable"`
-	Message      string  `json:"message"`
-	Type         string  `json:"type"` // the outcome a late or stale entry carried
-	Tool         string  `json:"tool"`
+	Decision     record.Decision
+	Reason       string
+	Acknowledged bool
+	ExternalRef  *string
+	Error        string
+	Retriable    *bool
+	Message      string
+	Type         record.EntryType // the type a late, stale or refused entry carried
+	Tool         string
 }
 
-func payloadOf(e *services.Entry) entryPayload {
-	var p entryPayload
-	_ = json.Unmarshal(e.Payload, &p) // fields we cannot read stay empty; the raw payload is still shown
-	return p
+func payloadOf(e *record.Entry) entryPayload {
+	var v entryPayload
+	p, err := record.DecodePayload(e)
+	if err != nil {
+		return v // fields we cannot read stay empty; the raw payload is still shown
+	}
+	switch p := p.(type) {
+	case *record.DecisionPayload:
+		v.Decision, v.Reason, v.Acknowledged, v.ExternalRef = p.Decision, p.Reason, p.AcknowledgeDuplicateRisk, p.ExternalRef
+	case *record.ReportPayload:
+		v.ExternalRef, v.Retriable, v.Type = p.ExternalRef, p.Retriable, p.Type
+		v.Error, v.Message, v.Tool = deref(p.Error), deref(p.Message), deref(p.Tool)
+	case *record.IntentPayload:
+		v.Tool = p.Tool
+	case *record.KeyReusedPayload:
+		v.Tool = p.Tool
+	}
+	return v
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

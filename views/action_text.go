@@ -7,89 +7,89 @@ import (
 	"strings"
 	"time"
 
-	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // The words of the action page: what a status, an effect class, an entry or
 // a decision means for the person reading it. Kept in one place so the page,
 // the timeline and the panel say the same thing.
 
-var statusMeaning = map[services.Status]string{
-	services.StatusInProgress:            "an attempt is running and holds a lease",
-	services.StatusSucceeded:             "the agent reported that the effect happened",
-	services.StatusFailed:                "the agent reported that the attempt failed",
-	services.StatusTimedOut:              "outcome unknown: the lease passed without a result, so the effect may or may not have happened",
-	services.StatusRetryRequested:        "an operator asked for a retry; waiting for the agent's next intent",
-	services.StatusConfirmed:             "an operator recorded that the effect happened",
-	services.StatusCompensationRequested: "waiting for the agent to undo the effect, or for an operator to mark it compensated",
-	services.StatusCompensated:           "the effect was undone",
-	services.StatusAbandoned:             "an operator recorded that it did not happen; it will not be retried",
+var statusMeaning = map[record.Status]string{
+	record.StatusInProgress:            "an attempt is running and holds a lease",
+	record.StatusSucceeded:             "the agent reported that the effect happened",
+	record.StatusFailed:                "the agent reported that the attempt failed",
+	record.StatusTimedOut:              "outcome unknown: the lease passed without a result, so the effect may or may not have happened",
+	record.StatusRetryRequested:        "an operator asked for a retry; waiting for the agent's next intent",
+	record.StatusConfirmed:             "an operator recorded that the effect happened",
+	record.StatusCompensationRequested: "waiting for the agent to undo the effect, or for an operator to mark it compensated",
+	record.StatusCompensated:           "the effect was undone",
+	record.StatusAbandoned:             "an operator recorded that it did not happen; it will not be retried",
 }
 
-var effectMeaning = map[string]string{
-	services.EffectReadOnly:   "reads only: repeating it changes nothing",
-	services.EffectIdempotent: "sets state: repeating it is safe",
-	services.EffectKeyed:      "the downstream honours the key: a retry with the same key is safe",
-	services.EffectUnkeyed:    "the downstream does not deduplicate: a retry may repeat the effect",
+var effectMeaning = map[record.Effect]string{
+	record.EffectReadOnly:   "reads only: repeating it changes nothing",
+	record.EffectIdempotent: "sets state: repeating it is safe",
+	record.EffectKeyed:      "the downstream honours the key: a retry with the same key is safe",
+	record.EffectUnkeyed:    "the downstream does not deduplicate: a retry may repeat the effect",
 }
 
-var decisionLabel = map[string]string{
-	"confirm":          "Confirm it happened",
-	"retry":            "Retry",
-	"compensate":       "Compensate (undo it)",
-	"mark_compensated": "Mark compensated",
-	"abandon":          "Abandon",
+var decisionLabel = map[record.Decision]string{
+	record.DecisionConfirm:         "Confirm it happened",
+	record.DecisionRetry:           "Retry",
+	record.DecisionCompensate:      "Compensate (undo it)",
+	record.DecisionMarkCompensated: "Mark compensated",
+	record.DecisionAbandon:         "Abandon",
 }
 
 // decisionHelp says in one line what happens after a decision and who must act.
-func decisionHelp(a *services.Action, d string) string {
+func decisionHelp(a *record.Action, d record.Decision) string {
 	switch d {
-	case "confirm":
+	case record.DecisionConfirm:
 		return "Record that the effect happened; nobody runs anything. You may attach the downstream's reference and the result as evidence."
-	case "retry":
+	case record.DecisionRetry:
 		return fmt.Sprintf("The next intent with this key gets proceed as attempt %d — the agent's worker runs it again.", a.Attempt+1)
-	case "compensate":
+	case record.DecisionCompensate:
 		return "The agent is told to undo the effect at its next intent with this key, and reports compensated when done."
-	case "mark_compensated":
+	case record.DecisionMarkCompensated:
 		return "Record that you undid the effect by hand; nobody else acts."
-	case "abandon":
+	case record.DecisionAbandon:
 		return "Record that it did not happen and must never be retried; the agent's next intent is answered replay."
 	}
 	return ""
 }
 
 // DecidedMessage is the one line shown after a decision was recorded.
-func DecidedMessage(d string, a *services.Action) string {
+func DecidedMessage(d record.Decision, a *record.Action) string {
 	switch d {
-	case "confirm":
+	case record.DecisionConfirm:
 		return "Confirmed — the ledger now records that the effect happened."
-	case "retry":
+	case record.DecisionRetry:
 		return fmt.Sprintf("Retry requested — the agent's next intent with this key gets proceed as attempt %d.", a.Attempt+1)
-	case "compensate":
+	case record.DecisionCompensate:
 		return "Compensation requested — the agent is told to undo the effect at its next intent."
-	case "mark_compensated":
+	case record.DecisionMarkCompensated:
 		return "Marked compensated — the ledger records that you undid the effect by hand."
-	case "abandon":
+	case record.DecisionAbandon:
 		return "Abandoned — the action is recorded as not done and will not be retried."
 	}
 	return "Decision recorded."
 }
 
 // entryNote explains entry types that need a second look, in one line.
-var entryNote = map[string]string{
-	services.TypeTimedOut:       "the lease passed without an outcome: whether the effect happened is unknown",
-	services.TypeLateResult:     "reported after the lease passed",
-	services.TypeStaleOutcome:   "from an attempt older than the current one — the effect may have happened twice",
-	services.TypeStaleHeartbeat: "a heartbeat from an attempt older than the current one; ignored",
-	services.TypeKeyReused:      "the same key was offered with a different tool or params: refused, the stored action did not change",
-	services.TypeLeaseLost:      "a heartbeat after the lease passed: the worker was still alive, and was told to stop",
-	services.TypeRejected:       "not allowed in the state the action was in: recorded as evidence, nothing changed",
+var entryNote = map[record.EntryType]string{
+	record.TypeTimedOut:       "the lease passed without an outcome: whether the effect happened is unknown",
+	record.TypeLateResult:     "reported after the lease passed",
+	record.TypeStaleOutcome:   "from an attempt older than the current one — the effect may have happened twice",
+	record.TypeStaleHeartbeat: "a heartbeat from an attempt older than the current one; ignored",
+	record.TypeKeyReused:      "the same key was offered with a different tool or params: refused, the stored action did not change",
+	record.TypeLeaseLost:      "a heartbeat after the lease passed: the worker was still alive, and was told to stop",
+	record.TypeRejected:       "not allowed in the state the action was in: recorded as evidence, nothing changed",
 }
 
 // entryWarns marks the entries a person must not overlook.
-func entryWarns(typ string) bool {
+func entryWarns(typ record.EntryType) bool {
 	switch typ {
-	case services.TypeStaleOutcome, services.TypeKeyReused, services.TypeLateResult, services.TypeLeaseLost, services.TypeTimedOut:
+	case record.TypeStaleOutcome, record.TypeKeyReused, record.TypeLateResult, record.TypeLeaseLost, record.TypeTimedOut:
 		return true
 	}
 	return false
@@ -97,7 +97,7 @@ func entryWarns(typ string) bool {
 
 // entrySummary is the line an agent's entry carries: the error, the note,
 // the downstream reference.
-func entrySummary(e *services.Entry) string {
+func entrySummary(e *record.Entry) string {
 	p := payloadOf(e)
 	var s string
 	switch {
@@ -108,16 +108,16 @@ func entrySummary(e *services.Entry) string {
 		}
 	case p.Message != "":
 		s = p.Message
-	case p.ExternalRef != nil && e.Type != services.TypeDecision:
+	case p.ExternalRef != nil && e.Type != record.TypeDecision:
 		s = "external ref: " + *p.ExternalRef
-	case e.Type == services.TypeIntent && p.Tool != "":
+	case e.Type == record.TypeIntent && p.Tool != "":
 		s = "proceed with " + p.Tool
 	}
-	if (e.Type == services.TypeLateResult || e.Type == services.TypeStaleOutcome || e.Type == services.TypeRejected) && p.Type != "" {
+	if (e.Type == record.TypeLateResult || e.Type == record.TypeStaleOutcome || e.Type == record.TypeRejected) && p.Type != "" {
 		if s == "" {
-			return "carried: " + p.Type
+			return "carried: " + string(p.Type)
 		}
-		return "carried: " + p.Type + " — " + s
+		return "carried: " + string(p.Type) + " — " + s
 	}
 	return s
 }
@@ -143,7 +143,7 @@ func jsonIndented(raw json.RawMessage) string {
 }
 
 // leaseText says until when the lease runs, or since when it has passed.
-func leaseText(a *services.Action, now time.Time) string {
+func leaseText(a *record.Action, now time.Time) string {
 	if a.LeaseUntil == nil {
 		return "none"
 	}
@@ -151,11 +151,4 @@ func leaseText(a *services.Action, now time.Time) string {
 		return "passed " + timeRel(*a.LeaseUntil, now) + " (at " + timeAbs(*a.LeaseUntil) + ")"
 	}
 	return "until " + timeAbs(*a.LeaseUntil) + " (" + timeRel(*a.LeaseUntil, now) + ")"
-}
-
-func strOrEmpty(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

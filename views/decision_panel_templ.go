@@ -10,9 +10,8 @@ import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
 import (
+	"github.com/arbiter-ledger/arbiter/services/record"
 	"strconv"
-
-	"github.com/arbiter-ledger/arbiter/services"
 )
 
 // DecisionPanel offers the decisions the action's status allows now, each
@@ -81,14 +80,14 @@ func DecisionPanel(v ActionView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			if v.Action.Status == services.StatusInProgress {
+			if v.Action.Status == record.StatusInProgress {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "<p class=\"muted\" data-testid=\"decision-running\">An attempt holds the lease: wait for the agent to report, unless you know the effect happened.</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 			}
 			for _, d := range v.Allowed() {
-				templ_7745c5c3_Err = decisionForm(v, d).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = decisionForm(v, string(d)).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -196,9 +195,9 @@ func decisionForm(v ActionView, d string) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var9 string
-		templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(decisionLabel[d])
+		templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(decisionLabel[record.Decision(d)])
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/decision_panel.templ`, Line: 41, Col: 49}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/decision_panel.templ`, Line: 41, Col: 66}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var9))
 		if templ_7745c5c3_Err != nil {
@@ -209,9 +208,9 @@ func decisionForm(v ActionView, d string) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var10 string
-		templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs(decisionHelp(v.Action, d))
+		templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs(decisionHelp(v.Action, record.Decision(d)))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/decision_panel.templ`, Line: 42, Col: 86}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/decision_panel.templ`, Line: 42, Col: 103}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var10))
 		if templ_7745c5c3_Err != nil {
@@ -320,7 +319,7 @@ func decisionForm(v ActionView, d string) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if d == "retry" && v.Action.Status == services.StatusTimedOut {
+		if d == string(record.DecisionRetry) && v.Action.Status == record.StatusTimedOut {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "<p class=\"warn-note\">The outcome is unknown: check the downstream system first that the effect did not happen.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -369,7 +368,7 @@ func decisionForm(v ActionView, d string) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if d == "confirm" {
+		if d == string(record.DecisionConfirm) {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "<label for=\"confirm-external-ref\">External reference <span class=\"muted\">(optional: the id in the downstream system, e.g. the refund's id)</span></label> <input id=\"confirm-external-ref\" type=\"text\" name=\"external_ref\" maxlength=\"255\" value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -401,7 +400,7 @@ func decisionForm(v ActionView, d string) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		if d == "retry" && v.Action.Effect == services.EffectUnkeyed {
+		if d == string(record.DecisionRetry) && v.Action.Effect == record.EffectUnkeyed {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 34, "<label class=\"check risk\" data-testid=\"decision-ack\"><input type=\"checkbox\" name=\"acknowledge_duplicate_risk\" value=\"true\" required")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -458,9 +457,9 @@ func decisionForm(v ActionView, d string) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var25 string
-		templ_7745c5c3_Var25, templ_7745c5c3_Err = templ.JoinStringErrs(decisionLabel[d])
+		templ_7745c5c3_Var25, templ_7745c5c3_Err = templ.JoinStringErrs(decisionLabel[record.Decision(d)])
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/decision_panel.templ`, Line: 77, Col: 101}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/decision_panel.templ`, Line: 77, Col: 118}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var25))
 		if templ_7745c5c3_Err != nil {
@@ -795,7 +794,7 @@ func ConflictBox(v ActionView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				if e.Type == services.TypeDecision {
+				if e.Type == record.TypeDecision {
 					templ_7745c5c3_Err = conflictDecision(payloadOf(e)).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
@@ -859,9 +858,9 @@ func conflictDecision(p entryPayload) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var46 string
-		templ_7745c5c3_Var46, templ_7745c5c3_Err = templ.JoinStringErrs(p.Decision)
+		templ_7745c5c3_Var46, templ_7745c5c3_Err = templ.JoinStringErrs(string(p.Decision))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/decision_panel.templ`, Line: 144, Col: 58}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/decision_panel.templ`, Line: 144, Col: 66}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var46))
 		if templ_7745c5c3_Err != nil {
@@ -874,7 +873,7 @@ func conflictDecision(p entryPayload) templ.Component {
 		var templ_7745c5c3_Var47 string
 		templ_7745c5c3_Var47, templ_7745c5c3_Err = templ.JoinStringErrs(p.Reason)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/decision_panel.templ`, Line: 144, Col: 87}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/decision_panel.templ`, Line: 144, Col: 95}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var47))
 		if templ_7745c5c3_Err != nil {

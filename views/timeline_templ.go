@@ -10,9 +10,8 @@ import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
 import (
+	"github.com/arbiter-ledger/arbiter/services/record"
 	"strconv"
-
-	"github.com/arbiter-ledger/arbiter/services"
 )
 
 // ActionTimeline is every entry of the action, oldest first. It is also
@@ -101,7 +100,7 @@ func ActionTimeline(v ActionView) templ.Component {
 	})
 }
 
-func timelineEntry(v ActionView, e *services.Entry) templ.Component {
+func timelineEntry(v ActionView, e *record.Entry) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -126,7 +125,7 @@ func timelineEntry(v ActionView, e *services.Entry) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			var templ_7745c5c3_Var6 = []any{"entry", "type-" + e.Type, "by-" + e.Actor.Kind, templ.KV("entry-warn", entryWarns(e.Type))}
+			var templ_7745c5c3_Var6 = []any{"entry", "type-" + string(e.Type), "by-" + string(e.Actor.Kind), templ.KV("entry-warn", entryWarns(e.Type))}
 			templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var6...)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -375,7 +374,7 @@ func timelineEntry(v ActionView, e *services.Entry) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		if e.Type == services.TypeDecision {
+		if e.Type == record.TypeDecision {
 			templ_7745c5c3_Err = decisionEntry(payloadOf(e)).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -399,7 +398,7 @@ func timelineEntry(v ActionView, e *services.Entry) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		if e.Type == services.TypeKeyReused {
+		if e.Type == record.TypeKeyReused {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, "<p><a href=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -441,7 +440,7 @@ func timelineEntry(v ActionView, e *services.Entry) templ.Component {
 
 // actorBadge says who wrote an entry: agent, operator or system, in words
 // and colour.
-func actorBadge(a services.Actor) templ.Component {
+func actorBadge(a record.Actor) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -466,7 +465,7 @@ func actorBadge(a services.Actor) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			var templ_7745c5c3_Var26 = []any{"actor", "actor-" + a.Kind}
+			var templ_7745c5c3_Var26 = []any{"actor", "actor-" + string(a.Kind)}
 			templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var26...)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -499,9 +498,9 @@ func actorBadge(a services.Actor) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var28 string
-		templ_7745c5c3_Var28, templ_7745c5c3_Err = templ.JoinStringErrs(a.Kind)
+		templ_7745c5c3_Var28, templ_7745c5c3_Err = templ.JoinStringErrs(string(a.Kind))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/timeline.templ`, Line: 89, Col: 66}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/timeline.templ`, Line: 89, Col: 74}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var28))
 		if templ_7745c5c3_Err != nil {
@@ -550,9 +549,9 @@ func decisionEntry(p entryPayload) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var31 string
-		templ_7745c5c3_Var31, templ_7745c5c3_Err = templ.JoinStringErrs(p.Decision)
+		templ_7745c5c3_Var31, templ_7745c5c3_Err = templ.JoinStringErrs(string(p.Decision))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/timeline.templ`, Line: 96, Col: 86}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/timeline.templ`, Line: 96, Col: 94}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var31))
 		if templ_7745c5c3_Err != nil {

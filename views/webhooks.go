@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/record"
+
 	"github.com/arbiter-ledger/arbiter/services"
 )
 
@@ -29,7 +31,7 @@ type WebhookForm struct {
 
 // WebhookFormFor fills the form with an endpoint's settings.
 func WebhookFormFor(ep *services.Endpoint) WebhookForm {
-	return WebhookForm{URL: ep.URL, Events: ep.EventTypes, Namespaces: strings.Join(ep.Namespaces, ", "),
+	return WebhookForm{URL: ep.URL, Events: eventNames(ep.EventTypes), Namespaces: strings.Join(ep.Namespaces, ", "),
 		Format: ep.Format, Description: ep.Description}
 }
 
@@ -72,14 +74,17 @@ func (v WebhookDeliveriesView) pending() bool {
 // webhookEvents are the events an endpoint can subscribe to, with when each
 // is sent. webhook.test is not among them: a test goes to any endpoint on
 // request.
-var webhookEvents = []struct{ Value, Label string }{
-	{services.EventTimedOut, "an attempt timed out: outcome unknown"},
-	{services.EventDecided, "an operator decided"},
-	{services.EventFailed, "an attempt failed and may not be retried"},
-	{services.EventLateResult, "an outcome arrived after its lease"},
-	{services.EventStaleOutcome, "an outcome arrived for an old attempt"},
-	{services.EventKeyReused, "a key was reused with other tool or params"},
-	{services.EventCompensated, "an effect was undone"},
+var webhookEvents = []struct {
+	Value record.EventType
+	Label string
+}{
+	{record.EventTimedOut, "an attempt timed out: outcome unknown"},
+	{record.EventDecided, "an operator decided"},
+	{record.EventFailed, "an attempt failed and may not be retried"},
+	{record.EventLateResult, "an outcome arrived after its lease"},
+	{record.EventStaleOutcome, "an outcome arrived for an old attempt"},
+	{record.EventKeyReused, "a key was reused with other tool or params"},
+	{record.EventCompensated, "an effect was undone"},
 }
 
 func webhookPath(id string, what ...string) string {
@@ -106,4 +111,12 @@ func optionalCode(n *int) string {
 		return "—"
 	}
 	return strconv.Itoa(*n)
+}
+
+func eventNames(evs []record.EventType) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = string(e)
+	}
+	return out
 }

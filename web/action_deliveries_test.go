@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/arbiter-ledger/arbiter/services/record"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -19,7 +21,7 @@ func TestActionPageShowsDeliveries(t *testing.T) {
 		url := "http://127.0.0.1:9/hook"
 		_, err := services.NewWebhooks(st, services.AddressPolicy{AllowPrivate: true}).CreateEndpoint(context.Background(),
 			services.Principal{Kind: "api_key", Role: services.RoleAdmin, Name: "root"},
-			services.EndpointInput{URL: &url, EventTypes: &[]string{services.EventTimedOut}})
+			services.EndpointInput{URL: &url, EventTypes: &[]record.EventType{record.EventTimedOut}})
 		require.NoError(t, err)
 
 		quiet := d.start("refund:quiet", "keyed", 300, `{}`)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/record"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -16,8 +18,8 @@ import (
 
 // actionLedger is what one action's pages need from the ledger.
 type actionLedger interface {
-	ActionWithTimeline(ctx context.Context, p services.Principal, id string) (*services.Action, []*services.Entry, error)
-	Decide(ctx context.Context, p services.Principal, actionID string, d services.DecisionInput) (*services.Action, *services.Entry, error)
+	ActionWithTimeline(ctx context.Context, p services.Principal, id string) (*record.Action, []*record.Entry, error)
+	Decide(ctx context.Context, p services.Principal, actionID string, d services.DecisionInput) (*record.Action, *record.Entry, error)
 }
 
 // actionPages serves one action's page, its timeline, and the decisions
@@ -30,7 +32,7 @@ type actionPages struct {
 
 // deliveryReader lists the webhook deliveries an action caused.
 type deliveryReader interface {
-	ActionDeliveries(ctx context.Context, p services.Principal, a *services.Action) ([]*services.Delivery, error)
+	ActionDeliveries(ctx context.Context, p services.Principal, a *record.Action) ([]*services.Delivery, error)
 }
 
 func newActionPages(dash *dashboard, d Deps) *actionPages {
@@ -164,7 +166,7 @@ func readDecision(c echo.Context) (decisionForm, services.DecisionInput) {
 	f := decisionForm{seenSeq: -1}
 	f.Decision = c.FormValue("decision")
 	f.Reason = c.FormValue("reason")
-	in := services.DecisionInput{Decision: f.Decision, Reason: f.Reason}
+	in := services.DecisionInput{Decision: record.Decision(f.Decision), Reason: f.Reason}
 	if v := c.FormValue("expected_version"); v != "" {
 		// Not a number becomes 0, which the service refuses as invalid (after
 		// it has refused a viewer as forbidden).
@@ -174,7 +176,7 @@ func readDecision(c echo.Context) (decisionForm, services.DecisionInput) {
 	if n, err := strconv.Atoi(c.FormValue("seen_seq")); err == nil {
 		f.seenSeq = n
 	}
-	if st := services.Status(c.FormValue("seen_status")); validStatusName(st) {
+	if st := record.Status(c.FormValue("seen_status")); validStatusName(st) {
 		f.seenStatus = string(st)
 	}
 	switch f.Decision {
@@ -195,8 +197,8 @@ func readDecision(c echo.Context) (decisionForm, services.DecisionInput) {
 	return f, in
 }
 
-func validStatusName(s services.Status) bool {
-	for _, x := range services.Statuses {
+func validStatusName(s record.Status) bool {
+	for _, x := range record.Statuses {
 		if x == s {
 			return true
 		}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/record"
+
 	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
 
@@ -377,21 +379,21 @@ func TestDecisionPanelOffersOnlyAllowedDecisions(t *testing.T) {
 // decisions of the spec's table.
 func TestDecisionPanelForEveryStatus(t *testing.T) {
 	t.Parallel()
-	want := map[services.Status][]string{
-		services.StatusInProgress:            {"confirm"},
-		services.StatusSucceeded:             {"compensate"},
-		services.StatusFailed:                {"confirm", "retry", "abandon"},
-		services.StatusTimedOut:              {"confirm", "retry", "compensate", "abandon"},
-		services.StatusRetryRequested:        {"confirm", "abandon"},
-		services.StatusConfirmed:             {"compensate"},
-		services.StatusCompensationRequested: {"mark_compensated", "abandon"},
-		services.StatusCompensated:           nil,
-		services.StatusAbandoned:             nil,
+	want := map[record.Status][]string{
+		record.StatusInProgress:            {"confirm"},
+		record.StatusSucceeded:             {"compensate"},
+		record.StatusFailed:                {"confirm", "retry", "abandon"},
+		record.StatusTimedOut:              {"confirm", "retry", "compensate", "abandon"},
+		record.StatusRetryRequested:        {"confirm", "abandon"},
+		record.StatusConfirmed:             {"compensate"},
+		record.StatusCompensationRequested: {"mark_compensated", "abandon"},
+		record.StatusCompensated:           nil,
+		record.StatusAbandoned:             nil,
 	}
-	require.Len(t, want, len(services.Statuses))
-	for _, st := range services.Statuses {
-		v := views.ActionView{Action: &services.Action{ID: "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", Status: st,
-			Effect: services.EffectUnkeyed, Attempt: 1, Version: 3}, CanDecide: true, Now: time.Now()}
+	require.Len(t, want, len(record.Statuses))
+	for _, st := range record.Statuses {
+		v := views.ActionView{Action: &record.Action{ID: "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", Status: st,
+			Effect: record.EffectUnkeyed, Attempt: 1, Version: 3}, CanDecide: true, Now: time.Now()}
 		var buf bytes.Buffer
 		require.NoError(t, views.DecisionPanel(v).Render(context.Background(), &buf))
 		doc, err := goquery.NewDocumentFromReader(&buf)

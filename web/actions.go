@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/record"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -15,11 +17,11 @@ import (
 
 // actionReader is what the action handlers need from the ledger.
 type actionReader interface {
-	Action(ctx context.Context, p services.Principal, id string) (*services.Action, error)
-	ActionByKey(ctx context.Context, p services.Principal, ns, key string) (*services.Action, error)
+	Action(ctx context.Context, p services.Principal, id string) (*record.Action, error)
+	ActionByKey(ctx context.Context, p services.Principal, ns, key string) (*record.Action, error)
 	List(ctx context.Context, p services.Principal, f services.ActionFilter) (*services.ActionPage, error)
-	Entries(ctx context.Context, p services.Principal, actionID string) ([]*services.Entry, error)
-	Decide(ctx context.Context, p services.Principal, actionID string, d services.DecisionInput) (*services.Action, *services.Entry, error)
+	Entries(ctx context.Context, p services.Principal, actionID string) ([]*record.Entry, error)
+	Decide(ctx context.Context, p services.Principal, actionID string, d services.DecisionInput) (*record.Action, *record.Entry, error)
 }
 
 // actionsHandler serves the action reads and decisions.
@@ -50,7 +52,7 @@ func (h *actionsHandler) list(c echo.Context) error {
 	for _, v := range q["status"] {
 		for _, s := range strings.Split(v, ",") {
 			if s = strings.TrimSpace(s); s != "" {
-				f.Statuses = append(f.Statuses, services.Status(s))
+				f.Statuses = append(f.Statuses, record.Status(s))
 			}
 		}
 	}
@@ -93,7 +95,7 @@ func (h *actionsHandler) get(c echo.Context) error {
 }
 
 type entriesResponse struct {
-	Entries []*services.Entry `json:"entries"`
+	Entries []*record.Entry `json:"entries"`
 }
 
 func (h *actionsHandler) entries(c echo.Context) error {
@@ -105,8 +107,8 @@ func (h *actionsHandler) entries(c echo.Context) error {
 }
 
 type decisionResponse struct {
-	Action *services.Action `json:"action"`
-	Entry  *services.Entry  `json:"entry"`
+	Action *record.Action `json:"action"`
+	Entry  *record.Entry  `json:"entry"`
 }
 
 func (h *actionsHandler) decide(c echo.Context) error {

@@ -215,6 +215,7 @@ func TestAuthAndIsolation(t *testing.T) {
 		require.Equal(t, id, m["id"])
 		status, m = e.do("GET", "/v1/actions/"+id, admin, "")
 		require.Equal(t, 200, status)
+		require.Equal(t, id, m["id"], "an admin key reads every namespace")
 		status, m = e.do("GET", "/v1/actions", foreign, "")
 		require.Equal(t, 200, status)
 		require.Empty(t, m["actions"])

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/arbiter-ledger/arbiter/services/record"
+
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -24,7 +26,7 @@ func TestBrowserWebhookTestEvent(t *testing.T) {
 	u := sink.srv.URL + "/hook"
 	ep, err := services.NewWebhooks(st, services.AddressPolicy{AllowPrivate: true}).CreateEndpoint(context.Background(),
 		services.Principal{Kind: "api_key", Name: "root", Role: services.RoleAdmin},
-		services.EndpointInput{URL: &u, EventTypes: &[]string{services.EventTimedOut}})
+		services.EndpointInput{URL: &u, EventTypes: &[]record.EventType{record.EventTimedOut}})
 	require.NoError(t, err)
 
 	tb := newTab(t, true)

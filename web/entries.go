@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/arbiter-ledger/arbiter/services/record"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -28,14 +30,14 @@ type entriesHandler struct {
 }
 
 // outcomeStatus is the HTTP status of a single-entry answer by outcome.
-var outcomeStatus = map[string]int{
-	services.OutcomeProceed:    http.StatusCreated,
-	services.OutcomeReplay:     http.StatusOK,
-	services.OutcomeInProgress: http.StatusConflict,
-	services.OutcomeHeld:       http.StatusConflict,
-	services.OutcomeCompensate: http.StatusOK,
-	services.OutcomeRecorded:   http.StatusOK,
-	services.OutcomeDuplicate:  http.StatusOK,
+var outcomeStatus = map[record.Outcome]int{
+	record.OutcomeProceed:    http.StatusCreated,
+	record.OutcomeReplay:     http.StatusOK,
+	record.OutcomeInProgress: http.StatusConflict,
+	record.OutcomeHeld:       http.StatusConflict,
+	record.OutcomeCompensate: http.StatusOK,
+	record.OutcomeRecorded:   http.StatusOK,
+	record.OutcomeDuplicate:  http.StatusOK,
 }
 
 type batchResponse struct {
@@ -53,7 +55,7 @@ func (h *entriesHandler) submit(c echo.Context) error {
 	}
 	results, err := h.ledger.Submit(c.Request().Context(), principal(c), raws)
 	for _, r := range results {
-		h.metrics.entries.WithLabelValues(r.Type, r.Outcome).Inc()
+		h.metrics.entries.WithLabelValues(string(r.Type), string(r.Outcome)).Inc()
 	}
 	if err != nil {
 		return err

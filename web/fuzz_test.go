@@ -14,6 +14,7 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
+	"github.com/arbiter-ledger/arbiter/services/record"
 	"github.com/arbiter-ledger/arbiter/web"
 )
 
@@ -43,11 +44,11 @@ func FuzzEntriesHandler(f *testing.F) {
 		require.True(t, json.Valid(rec.Body.Bytes()), "not JSON: %s", rec.Body)
 		if rec.Code >= 400 {
 			var e struct {
-				Outcome string
+				Outcome record.Outcome
 				Error   *struct{ Code string } `json:"error"`
 			}
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &e))
-			if rec.Code == http.StatusConflict && (e.Outcome == services.OutcomeInProgress || e.Outcome == services.OutcomeHeld) {
+			if rec.Code == http.StatusConflict && (e.Outcome == record.OutcomeInProgress || e.Outcome == record.OutcomeHeld) {
 				return // a 409 outcome, not an error
 			}
 			require.NotNil(t, e.Error, "an error answer names its code: %s", rec.Body)

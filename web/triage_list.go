@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/record"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -21,7 +23,7 @@ func (h *triagePages) list(c echo.Context) error {
 	ctx := c.Request().Context()
 	now := time.Now().UTC()
 	v := views.ActionListView{Now: now}
-	for _, s := range services.Statuses {
+	for _, s := range record.Statuses {
 		v.Statuses = append(v.Statuses, string(s))
 	}
 	nss, err := h.namespaces.Namespaces(ctx)
@@ -50,7 +52,7 @@ func (h *triagePages) list(c echo.Context) error {
 	}
 	for _, a := range page.Actions {
 		v.Rows = append(v.Rows, views.ActionListRow{ID: a.ID, Namespace: a.Namespace, Key: a.Key, Tool: a.Tool,
-			Effect: a.Effect, Status: string(a.Status), Attempt: a.Attempt, Agent: deref(a.Agent),
+			Effect: string(a.Effect), Status: string(a.Status), Attempt: a.Attempt, Agent: deref(a.Agent),
 			Reference: deref(a.Reference), CreatedAt: a.CreatedAt})
 	}
 	base := listQuery(form)
@@ -83,12 +85,12 @@ func parseListFilter(q url.Values, now time.Time) (services.ActionFilter, views.
 			if s = strings.TrimSpace(s); s == "" || slices.Contains(form.Statuses, s) {
 				continue
 			}
-			if !slices.Contains(services.Statuses, services.Status(s)) {
+			if !slices.Contains(record.Statuses, record.Status(s)) {
 				bad = append(bad, fmt.Sprintf("unknown status %q", s))
 				continue
 			}
 			form.Statuses = append(form.Statuses, s)
-			f.Statuses = append(f.Statuses, services.Status(s))
+			f.Statuses = append(f.Statuses, record.Status(s))
 		}
 	}
 	var err error

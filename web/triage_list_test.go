@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/record"
+
 	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
 
@@ -106,7 +108,7 @@ func TestActionListFilters(t *testing.T) {
 			checked = append(checked, s.AttrOr("value", ""))
 		})
 		require.Equal(t, []string{"succeeded", "failed"}, checked)
-		require.Len(t, form.Find(`input[name=status]`).Nodes, len(services.Statuses))
+		require.Len(t, form.Find(`input[name=status]`).Nodes, len(record.Statuses))
 		for name, want := range map[string]string{"tool": "payments.refund", "agent": "refund-bot", "q": "order-1",
 			"since": "2026-01-02T03:04:00", "until": "2036-01-02T03:04:05"} {
 			require.Equal(t, want, form.Find(`input[name=`+name+`]`).AttrOr("value", "?"), name)

@@ -77,12 +77,12 @@ func (h *triagePages) triageView(c echo.Context) (views.TriageView, error) {
 			Attention: slices.Contains(services.TriageStatuses, s)})
 	}
 	for _, kind := range services.TriageAlerts {
-		v.Alerts = append(v.Alerts, views.TriageCount{Name: kind, Count: t.Alerts[kind], Attention: true})
+		v.Alerts = append(v.Alerts, views.TriageCount{Name: string(kind), Count: t.Alerts[string(kind)], Attention: true})
 	}
 	for _, it := range t.Items {
 		a := it.Action
 		v.Rows = append(v.Rows, views.TriageRow{ActionID: a.ID, Kind: it.Kind, Alert: it.Alert,
-			Status: string(a.Status), Namespace: a.Namespace, Key: a.Key, Tool: a.Tool, Effect: a.Effect,
+			Status: string(a.Status), Namespace: a.Namespace, Key: a.Key, Tool: a.Tool, Effect: string(a.Effect),
 			Attempt: a.Attempt, Reference: deref(a.Reference), Since: it.Since})
 	}
 	return v, nil

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/record"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -40,7 +42,7 @@ func (h *webhookPages) list(c echo.Context) error {
 
 func (h *webhookPages) newForm(c echo.Context) error {
 	return render(c, http.StatusOK, views.WebhookNew(h.pageFor(c, "New webhook endpoint", "admin"),
-		views.WebhookForm{Events: []string{services.EventTimedOut}, Format: services.FormatStandard}))
+		views.WebhookForm{Events: []string{string(record.EventTimedOut)}, Format: services.FormatStandard}))
 }
 
 // webhookForm reads the endpoint form, as typed and as service input.
@@ -51,7 +53,10 @@ func webhookForm(c echo.Context) (views.WebhookForm, services.EndpointInput, err
 	}
 	f := views.WebhookForm{URL: strings.TrimSpace(params.Get("url")), Events: params["event_types"],
 		Namespaces: params.Get("namespaces"), Format: params.Get("format"), Description: strings.TrimSpace(params.Get("description"))}
-	events := append([]string{}, f.Events...)
+	events := make([]record.EventType, len(f.Events))
+	for i, e := range f.Events {
+		events[i] = record.EventType(e)
+	}
 	namespaces := strings.FieldsFunc(f.Namespaces, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r' })
 	if namespaces == nil {
 		namespaces = []string{}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // The webhook pages: admins create endpoints, see the secret once, send test
@@ -84,11 +85,15 @@ func (b *browser) htmxPost(path string) page {
 
 // createWebhook submits the new-endpoint form and returns the page answering
 // it.
-func (b *browser) createWebhook(u string, events []string, namespaces, description string) page {
+func (b *browser) createWebhook(u string, events []record.EventType, namespaces, description string) page {
 	b.t.Helper()
 	b.get("/admin/webhooks/new")
-	return b.post("/admin/webhooks", url.Values{"edit": {"settings"}, "url": {u}, "event_types": events,
-		"namespaces": {namespaces}, "format": {"standard"}, "description": {description}})
+	form := url.Values{"edit": {"settings"}, "url": {u}, "namespaces": {namespaces}, "format": {"standard"},
+		"description": {description}}
+	for _, ev := range events {
+		form.Add("event_types", string(ev))
+	}
+	return b.post("/admin/webhooks", form)
 }
 
 func TestWebhookPagesAreForAdminsOnly(t *testing.T) {
@@ -98,12 +103,12 @@ func TestWebhookPagesAreForAdminsOnly(t *testing.T) {
 		u := "http://127.0.0.1:9/hook"
 		ep, err := services.NewWebhooks(st, services.AddressPolicy{AllowPrivate: true}).CreateEndpoint(context.Background(),
 			services.Principal{Kind: "api_key", Name: "root", Role: services.RoleAdmin},
-			services.EndpointInput{URL: &u, EventTypes: &[]string{services.EventTimedOut}})
+			services.EndpointInput{URL: &u, EventTypes: &[]record.EventType{record.EventTimedOut}})
 		require.NoError(t, err)
 		gets := []string{"/admin/webhooks", "/admin/webhooks/new", "/admin/webhooks/" + ep.ID, "/admin/webhooks/" + ep.ID + "/deliveries"}
 		posts := []string{"/admin/webhooks", "/admin/webhooks/" + ep.ID, "/admin/webhooks/" + ep.ID + "/rotate",
 			"/admin/webhooks/" + ep.ID + "/test", "/admin/webhooks/" + ep.ID + "/delete", "/admin/deliveries/" + ep.ID + "/redeliver"}
-		form := url.Values{"url": {u}, "event_types": {services.EventTimedOut}, "enabled": {"false"}, "confirm": {"yes"}}
+		form := url.Values{"url": {u}, "event_types": {string(record.EventTimedOut)}, "enabled": {"false"}, "confirm": {"yes"}}
 		for _, role := range []services.Role{services.RoleOperator, services.RoleViewer} {
 			email := string(role) + "@example.com"
 			b := e.browser()
@@ -147,7 +152,7 @@ func TestWebhookPagesCreateTestAndRedeliver(t *testing.T) {
 		require.Equal(t, http.StatusOK, p.status)
 		require.Equal(t, 1, p.testid("webhook-form").Length())
 
-		p = b.createWebhook(sink.srv.URL+"/hook", []string{services.EventTimedOut, services.EventDecided}, "payments, ops", hostile)
+		p = b.createWebhook(sink.srv.URL+"/hook", []record.EventType{record.EventTimedOut, record.EventDecided}, "payments, ops", hostile)
 		require.Equal(t, http.StatusCreated, p.status, p.body)
 		require.Equal(t, "no-store", p.header.Get("Cache-Control"))
 		secret := p.testid("webhook-secret").AttrOr("value", "")
@@ -186,7 +191,7 @@ func TestWebhookPagesCreateTestAndRedeliver(t *testing.T) {
 		d := p.testid("webhook-delivery")
 		require.Equal(t, 1, d.Length())
 		require.Equal(t, "pending", d.AttrOr("data-state", ""))
-		require.Equal(t, services.EventTest, d.Find(`[data-testid="delivery-event"]`).Text())
+		require.Equal(t, string(record.EventTest), d.Find(`[data-testid="delivery-event"]`).Text())
 		require.NotEmpty(t, p.testid("webhook-deliveries").AttrOr("hx-get", ""), "a pending delivery refreshes itself")
 
 		runDispatcher(t, st)
@@ -248,7 +253,7 @@ func TestWebhookPageFailingEndpoint(t *testing.T) {
 		e := newEnv(t, st)
 		b := e.admin("root@example.com")
 		sink := newHookSink(t, http.StatusInternalServerError)
-		p := b.createWebhook(sink.srv.URL, []string{services.EventTimedOut}, "", "")
+		p := b.createWebhook(sink.srv.URL, []record.EventType{record.EventTimedOut}, "", "")
 		require.Equal(t, http.StatusCreated, p.status, p.body)
 		id := strings.TrimPrefix(p.doc.Find(`form[data-testid="webhook-edit-form"]`).AttrOr("action", ""), "/admin/webhooks/")
 		p = b.post("/admin/webhooks/"+id+"/test", nil)
@@ -281,7 +286,7 @@ func TestWebhookPageRefusals(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		e := newEnv(t, st)
 		b := e.admin("root@example.com")
-		p := b.createWebhook("ftp://hooks.example.com/x", []string{services.EventTimedOut}, "payments", "kept")
+		p := b.createWebhook("ftp://hooks.example.com/x", []record.EventType{record.EventTimedOut}, "payments", "kept")
 		require.Equal(t, http.StatusBadRequest, p.status)
 		require.Contains(t, p.testid("webhook-form-error").Text(), "http or https")
 		require.Equal(t, "ftp://hooks.example.com/x", p.doc.Find(`#webhook-form-url`).AttrOr("value", ""))
@@ -294,7 +299,7 @@ func TestWebhookPageRefusals(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, p.status)
 		require.Contains(t, p.testid("webhook-form-error").Text(), "Pick at least one event")
 
-		p = b.createWebhook("https://hooks.example.com/x", []string{services.EventTimedOut}, "Not A Namespace", "")
+		p = b.createWebhook("https://hooks.example.com/x", []record.EventType{record.EventTimedOut}, "Not A Namespace", "")
 		require.Equal(t, http.StatusBadRequest, p.status)
 		require.Contains(t, p.testid("webhook-form-error").Text(), "namespace")
 
@@ -311,14 +316,14 @@ func TestWebhookPageEditDisableRotateDelete(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		e := newEnv(t, st)
 		b := e.admin("root@example.com")
-		p := b.createWebhook("http://127.0.0.1:9/hook", []string{services.EventTimedOut}, "", "old")
+		p := b.createWebhook("http://127.0.0.1:9/hook", []record.EventType{record.EventTimedOut}, "", "old")
 		require.Equal(t, http.StatusCreated, p.status, p.body)
 		first := p.testid("webhook-secret").AttrOr("value", "")
 		id := strings.TrimPrefix(p.doc.Find(`form[data-testid="webhook-edit-form"]`).AttrOr("action", ""), "/admin/webhooks/")
 		path := "/admin/webhooks/" + id
 
 		p = b.post(path, url.Values{"edit": {"settings"}, "url": {"http://127.0.0.1:9/other"},
-			"event_types": {services.EventFailed, services.EventDecided}, "namespaces": {"payments"},
+			"event_types": {string(record.EventFailed), string(record.EventDecided)}, "namespaces": {"payments"},
 			"format": {"slack"}, "description": {"on-call"}})
 		require.Equal(t, http.StatusSeeOther, p.status, p.body)
 		p = b.get(path)

@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/arbiter-ledger/arbiter/services/record"
+
 	"github.com/arbiter-ledger/arbiter/client"
 	"github.com/arbiter-ledger/arbiter/services"
 )
@@ -243,9 +245,13 @@ func printAction(w io.Writer, c *client.Client, a *client.Action, entries []clie
 	field("UPDATED", a.UpdatedAt.UTC().Format(time.RFC3339)+" ("+age(now, a.UpdatedAt)+" ago)")
 	field("PARAMS", compactJSON(a.Params, 0))
 	field("RESULT", compactJSON(a.Result, 0))
-	if next := services.AllowedDecisions(services.Status(a.Status)); len(next) > 0 {
+	if next := services.AllowedDecisions(record.Status(a.Status)); len(next) > 0 {
+		names := make([]string, len(next))
+		for i, d := range next {
+			names[i] = string(d)
+		}
 		field("DECISIONS", fmt.Sprintf("arbiter decide %s %s --reason … --expected-version %d",
-			a.ID, strings.Join(next, "|"), a.Version))
+			a.ID, strings.Join(names, "|"), a.Version))
 	}
 	field("DASHBOARD", c.ActionURL(a.ID))
 	if err := tw.Flush(); err != nil {

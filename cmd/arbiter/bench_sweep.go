@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/record"
+
 	"github.com/arbiter-ledger/arbiter/services"
 )
 
@@ -56,7 +58,7 @@ func timeSweep(ctx context.Context, st *services.Store, ns string, n int, profil
 				res, err := ledger.Submit(ctx, p, raws)
 				if err == nil {
 					for _, r := range res {
-						if r.Outcome != services.OutcomeProceed {
+						if r.Outcome != record.OutcomeProceed {
 							err = fmt.Errorf("bench: seeding intent %s: outcome %s %v", r.Key, r.Outcome, r.Error)
 							break
 						}

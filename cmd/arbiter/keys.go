@@ -119,7 +119,7 @@ func openCurrent(ctx context.Context, c *cli) (*services.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ensureSchema(ctx, st, st.Dialect == services.SQLite); err != nil {
+	if err := ensureSchema(ctx, st, st.Embedded()); err != nil {
 		st.Close()
 		return nil, err
 	}

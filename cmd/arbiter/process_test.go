@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/record"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -216,9 +218,9 @@ func TestKill9KeepsAcknowledgedEntries(t *testing.T) {
 			for k, typ := range acked {
 				a, err := l.ActionByKey(context.Background(), pr, "", k)
 				require.NoError(t, err, k)
-				want := services.StatusInProgress
+				want := record.StatusInProgress
 				if typ == "succeeded" {
-					want = services.StatusSucceeded
+					want = record.StatusSucceeded
 				}
 				require.Equal(t, want, a.Status, k)
 			}
@@ -272,16 +274,14 @@ func TestTwoServersTimeOutEachLeaseOnce(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	deadline := time.Now().Add(15 * time.Second)
-	var timedOut, entriesN int
 	for time.Now().Before(deadline) {
-		timedOut, entriesN = countTimedOut(t, st)
-		if timedOut == n {
+		if timedOut, _ := countTimedOut(t, st); timedOut == n {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(300 * time.Millisecond) // let both sweepers run a few more times
-	timedOut, entriesN = countTimedOut(t, st)
+	timedOut, entriesN := countTimedOut(t, st)
 	require.Equal(t, n, timedOut, "actions timed out")
 	require.Equal(t, n, entriesN, "timed_out entries: exactly one per action")
 	require.Contains(t, a.logs.String()+b.logs.String(), "timed out expired leases")
@@ -292,7 +292,7 @@ func countTimedOut(t *testing.T, st *services.Store) (actions, entries int) {
 	l := services.NewLedger(st)
 	counts, err := l.CountByStatus(context.Background())
 	require.NoError(t, err)
-	n, err := l.CountEntries(context.Background(), services.TypeTimedOut)
+	n, err := l.CountEntries(context.Background(), record.TypeTimedOut)
 	require.NoError(t, err)
 	return int(counts["timed_out"]), n
 }

@@ -37,7 +37,7 @@ func (s *serveCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
-	if err := ensureSchema(ctx, st, s.Migrate || st.Dialect == services.SQLite); err != nil {
+	if err := ensureSchema(ctx, st, s.Migrate || st.Embedded()); err != nil {
 		return err
 	}
 	srv, err := s.start(ctx, st, log)

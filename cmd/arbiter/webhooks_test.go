@@ -166,7 +166,7 @@ func TestWebhookSurvivesKill9(t *testing.T) {
 			reqs := rcv.wait(2, 20*time.Second)
 			require.Len(t, reqs, 2)
 			require.Equal(t, first.id, reqs[1].id, "the same webhook-id after restart")
-			require.Equal(t, "action.failed", reqs[1].body.Type)
+			require.Equal(t, "action.failed", string(reqs[1].body.Type))
 			require.Equal(t, "refund:1", reqs[1].body.Data.Action.Key)
 			var del map[string]any
 			for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
@@ -268,7 +268,7 @@ func TestAlertsArriveFast(t *testing.T) {
 			status, m := post(t, p.url+"/v1/entries", agent, `{"key":"refund:8812","type":"intent","tool":"payments.refund","timeout":1}`)
 			require.Equal(t, 201, status, "%v", m)
 			timedOut := rcv.wait(1, 10*time.Second)[0]
-			require.Equal(t, "action.timed_out", timedOut.body.Type)
+			require.Equal(t, "action.timed_out", string(timedOut.body.Type))
 			sweptAt := timedOut.body.Data.Entry.RecordedAt
 			lag := timedOut.at.Sub(sweptAt)
 			t.Logf("action.timed_out arrived %s after the sweep", lag)
@@ -280,7 +280,7 @@ func TestAlertsArriveFast(t *testing.T) {
 				`{"decision":"abandon","reason":"The customer cancelled; no refund was made."}`)
 			require.Equal(t, 201, status, "%v", m)
 			decided := rcv.wait(2, 10*time.Second)[1]
-			require.Equal(t, "action.decided", decided.body.Type)
+			require.Equal(t, "action.decided", string(decided.body.Type))
 			require.Equal(t, &services.DecisionInfo{Decision: "abandon",
 				Reason: "The customer cancelled; no refund was made.", Operator: "ops-alice"}, decided.body.Data.Decision)
 			require.Equal(t, "abandoned", string(decided.body.Data.Action.Status))

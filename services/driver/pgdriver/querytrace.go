@@ -1,4 +1,4 @@
-package services
+package pgdriver
 
 import (
 	"context"
@@ -35,27 +35,24 @@ func (t *queryTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tr
 func (t *queryTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // CapturePlans runs fn and returns the query plan of every read it made, by
-// SQL text. PostgreSQL only; for tests of index use.
-func CapturePlans(s *Store, fn func()) map[string]string {
-	if s.tracer == nil {
-		return nil
-	}
-	s.tracer.mu.Lock()
-	s.tracer.queries = nil
-	s.tracer.mu.Unlock()
-	s.tracer.on.Store(true)
+// SQL text; for tests of index use.
+func (d *Driver) CapturePlans(fn func()) map[string]string {
+	d.tracer.mu.Lock()
+	d.tracer.queries = nil
+	d.tracer.mu.Unlock()
+	d.tracer.on.Store(true)
 	fn()
-	s.tracer.on.Store(false)
-	s.tracer.mu.Lock()
-	queries := s.tracer.queries
-	s.tracer.queries = nil
-	s.tracer.mu.Unlock()
+	d.tracer.on.Store(false)
+	d.tracer.mu.Lock()
+	queries := d.tracer.queries
+	d.tracer.queries = nil
+	d.tracer.mu.Unlock()
 	plans := map[string]string{}
 	for _, q := range queries {
 		if strings.HasPrefix(q.sql, "SELECT 1") || strings.Contains(q.sql, "goose_db_version") {
 			continue
 		}
-		rows, err := s.rsq.Query("EXPLAIN "+q.sql, q.args...)
+		rows, err := d.db.Query("EXPLAIN "+q.sql, q.args...)
 		if err != nil {
 			plans[q.sql] = "EXPLAIN failed: " + err.Error()
 			continue

@@ -1,0 +1,300 @@
+// Package driver is the storage seam: the operations Arbiter's services need
+// from a database, as one interface with params structs, implemented once
+// per database by packages that each write their own SQL natively
+// (pgdriver for PostgreSQL, sqlitedriver for SQLite) and are held to the
+// same behaviour by one shared suite (drivertest). Business rules call these
+// operations and never ask which database is behind them.
+//
+// Writes of the ledger come in sets (ActionInsertMany, ActionUpdateMany): a
+// single change is a set of one, and a driver may write a set of one its
+// own faster way. Every change is written with its entry and its alerts in
+// one statement or transaction, conditional on the version that was read.
+package driver
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/arbiter-ledger/arbiter/services/record"
+)
+
+// ErrNotFound is returned by reads of one row that find none.
+var ErrNotFound = errors.New("driver: not found")
+
+// Deadlocked reports whether the database aborted a statement or
+// transaction to break a deadlock (SQLSTATE 40P01); running it again is
+// safe when it is conditional.
+func Deadlocked(err error) bool {
+	var coded interface{ SQLState() string }
+	return errors.As(err, &coded) && coded.SQLState() == "40P01"
+}
+
+// Driver is one database behind Arbiter.
+type Driver interface {
+	// Name names the database: "postgres" or "sqlite".
+	Name() string
+	// Where is the database's location without credentials, for logs.
+	Where() string
+	// Executor runs each operation on its own: every write is atomic by
+	// itself.
+	Executor() Executor
+	// Begin starts a write transaction; its operations see its own writes.
+	Begin(ctx context.Context) (Tx, error)
+	// Gorm serves configuration records (users, sessions, keys, endpoints):
+	// Gorm reads and GormWriter writes (the same handle where the database
+	// has no single writer).
+	Gorm() *gorm.DB
+	GormWriter() *gorm.DB
+	// Migrations are this database's migration files, and Migrator the
+	// goose settings that apply them.
+	Migrations() fs.FS
+	Migrator() Migrator
+	// Concurrency says how the ledger should group concurrent writers.
+	Concurrency() Concurrency
+	// Embedded reports whether the database lives in the process's own
+	// files, so that `serve` migrates it without being told to.
+	Embedded() bool
+	// Seed fills the database with synthetic actions in bulk, for
+	// benchmarks and query-plan tests.
+	Seed(ctx context.Context, p *SeedParams) (string, error)
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// Migrator is what goose needs to apply Migrations.
+type Migrator struct {
+	// GooseDialect is goose's name for the database.
+	GooseDialect string
+	// DB is the connection migrations run on.
+	DB *sql.DB
+	// SessionLocked makes concurrent migrators take turns (PostgreSQL
+	// advisory lock).
+	SessionLocked bool
+}
+
+// Concurrency describes how writes of one database may overlap.
+type Concurrency struct {
+	// SingleWriter means one write transaction at a time: every entry of
+	// a request joins the writer's next shared transaction.
+	SingleWriter bool
+	// Flushers is how many group writes may be in flight at once.
+	Flushers int
+}
+
+// Tx is an Executor inside one write transaction.
+type Tx interface {
+	Executor
+	Commit() error
+	Rollback() error
+}
+
+// Executor is every operation of the ledger, the sweeper, the triage queue
+// and the webhook dispatcher.
+type Executor interface {
+	// ActionGetByID reads one action, or ErrNotFound.
+	ActionGetByID(ctx context.Context, id string) (*record.Action, error)
+	// ActionGetByKey reads the action for (namespace, key), or ErrNotFound.
+	ActionGetByKey(ctx context.Context, namespace, key string) (*record.Action, error)
+	// ActionList reads actions newest first (by id, which is UUIDv7).
+	ActionList(ctx context.Context, p *ActionListParams) ([]*record.Action, error)
+	// ActionInsertMany creates actions with their first entries and alerts
+	// (changes with Prev nil). It reports which were written: a key that
+	// exists already, or the second change for one key, is not, and its
+	// change is decided again on the stored action. Written changes get
+	// Entry.Seq and Next.EntrySeq set.
+	ActionInsertMany(ctx context.Context, chs []*Change) ([]bool, error)
+	// ActionUpdateMany writes changes to distinct existing actions, each
+	// only if its action still has the version read (Prev.Version): one
+	// that lost that race writes nothing. It reports which were written;
+	// those get Entry.Seq and Next.EntrySeq set.
+	ActionUpdateMany(ctx context.Context, chs []*Change) ([]bool, error)
+	// ActionDueList reads actions whose deadline passed by Now, in
+	// deadline order (then id), after After when it is set.
+	ActionDueList(ctx context.Context, p *ActionDueListParams) ([]*record.Action, error)
+	// ActionCountByStatus counts actions per status, every namespace.
+	ActionCountByStatus(ctx context.Context) (map[record.Status]int64, error)
+	// ActionPrune deletes at most Limit actions (and their entries) in one
+	// of Statuses last changed before Before, and says how many.
+	ActionPrune(ctx context.Context, p *PruneParams) (int64, error)
+
+	// EntryList reads an action's timeline, oldest first.
+	EntryList(ctx context.Context, actionID string) ([]*record.Entry, error)
+	// EntryOutcomeExists reports whether an outcome of the type for the
+	// attempt is in the timeline already, recorded as itself or as a late
+	// result.
+	EntryOutcomeExists(ctx context.Context, p *EntryOutcomeExistsParams) (bool, error)
+	// EntryCountByType counts entries of one type, every namespace.
+	EntryCountByType(ctx context.Context, typ record.EntryType) (int, error)
+
+	// TriageCounts counts actions per status of Statuses.
+	TriageCounts(ctx context.Context, p *TriageParams) (map[record.Status]int64, error)
+	// TriageWaiting reads actions in one of Statuses, least recently
+	// changed first.
+	TriageWaiting(ctx context.Context, p *TriageParams) ([]*record.Action, error)
+	// TriageAlertCounts counts entries per type of AlertTypes recorded
+	// since Since.
+	TriageAlertCounts(ctx context.Context, p *TriageParams) (map[record.EntryType]int64, error)
+	// TriageAlerts reads entries of AlertTypes recorded since Since, oldest
+	// first, with their actions.
+	TriageAlerts(ctx context.Context, p *TriageParams) ([]*TriageAlert, error)
+	// TriageStamp summarizes the whole queue (every namespace): the
+	// number and newest change of waiting actions and of alerts.
+	TriageStamp(ctx context.Context, p *TriageParams) (string, error)
+
+	// DeliveryClaim leases due deliveries for a dispatcher.
+	DeliveryClaim(ctx context.Context, p *DeliveryClaimParams) ([]*ClaimedDelivery, error)
+	// DeliveryRecordAttempt keeps one attempt, moves its delivery on and
+	// updates its endpoint's failure streak, in one statement or
+	// transaction.
+	DeliveryRecordAttempt(ctx context.Context, p *DeliveryRecordAttemptParams) error
+	// DeliveryQueueStats counts pending deliveries of enabled endpoints and
+	// finds the oldest one's creation.
+	DeliveryQueueStats(ctx context.Context) (int64, *time.Time, error)
+	// MessagePrune deletes at most Limit webhook messages created before
+	// Before with no pending delivery, and says how many.
+	MessagePrune(ctx context.Context, p *PruneParams) (int64, error)
+}
+
+// Change is one state change of an action: the entry to append, the
+// action's new state and the alerts it causes.
+type Change struct {
+	// Prev is the action as read; nil when the change creates it.
+	Prev *record.Action
+	// Next is the action as it will be stored: for an update, its version
+	// is Prev's (an entry only) or one more, and UpdatedAt is the entry's
+	// time.
+	Next   *record.Action
+	Entry  record.Entry
+	Alerts []Alert
+}
+
+// Alert is a webhook message to write with the change. Payload is the
+// message body; the driver fills in data.entry.seq, which the same write
+// assigns.
+type Alert struct {
+	ID      string
+	Type    record.EventType
+	Payload json.RawMessage
+}
+
+// ActionListParams filters a list. Zero fields match everything.
+type ActionListParams struct {
+	Namespace string
+	Statuses  []record.Status
+	Tool      string
+	Agent     string
+	Since     *time.Time // created at or after
+	Until     *time.Time // created before
+	Search    string     // key or reference, exact
+	BeforeID  string     // keyset: ids below this one
+	Limit     int
+}
+
+// ActionDueListParams selects passed deadlines.
+type ActionDueListParams struct {
+	Now   time.Time
+	After *record.Action // the last action of the previous batch
+	Limit int
+}
+
+// PruneParams bounds one batch of retention.
+type PruneParams struct {
+	Statuses []record.Status
+	Before   time.Time
+	Limit    int
+}
+
+// EntryOutcomeExistsParams names an outcome.
+type EntryOutcomeExistsParams struct {
+	ActionID string
+	Attempt  int
+	Type     record.EntryType
+}
+
+// TriageParams scopes the triage reads. The statuses and alert types are
+// spelled into the SQL as the partial indexes of migration 00003 spell
+// them, so the planner can prove the indexes apply; they must be constants
+// of package record.
+type TriageParams struct {
+	Namespace  string // empty: every namespace
+	Statuses   []record.Status
+	AlertTypes []record.EntryType
+	Since      time.Time // alerts recorded at or after
+	Limit      int
+}
+
+// TriageAlert is an alert entry with its action.
+type TriageAlert struct {
+	Type       record.EntryType
+	RecordedAt time.Time
+	Action     *record.Action
+}
+
+// DeliveryClaimParams says what a dispatcher may take.
+type DeliveryClaimParams struct {
+	Token       string
+	Now         time.Time
+	Until       time.Time // the lease
+	Limit       int
+	PerEndpoint int
+	Busy        map[string]int // sends in flight per endpoint
+}
+
+// ClaimedDelivery is a leased delivery with what sending it needs.
+type ClaimedDelivery struct {
+	ID, MessageID, EndpointID, EventType, URL, Format string
+	Payload                                           []byte
+	Secret                                            string
+	PreviousSecret                                    *string
+	PreviousSecretUntil                               *time.Time
+	Attempts                                          int
+	FailingSince                                      *time.Time
+}
+
+// EndpointChange is what one attempt does to its endpoint.
+type EndpointChange int
+
+const (
+	// EndpointSucceeded ends the endpoint's failure streak.
+	EndpointSucceeded EndpointChange = iota
+	// EndpointFailing starts a failure streak unless one is running.
+	EndpointFailing
+	// EndpointDisable disables the endpoint with DisabledReason.
+	EndpointDisable
+)
+
+// DeliveryRecordAttemptParams is one attempt and its consequences.
+type DeliveryRecordAttemptParams struct {
+	AttemptID   string
+	DeliveryID  string
+	Claim       string
+	Now         time.Time
+	StatusCode  *int
+	LatencyMS   int
+	Excerpt     string
+	Error       *string
+	State       string
+	Attempts    int
+	NextAttempt *time.Time // nil keeps next_attempt_at
+	EndpointID  string
+	Endpoint    EndpointChange
+	DisableWhy  string
+}
+
+// SeedParams describes a synthetic ledger: Actions actions in namespace
+// Namespace (finished ones, spread over 20 tools and 50 agents), of which
+// TimedOut are timed out, and one more with LongTimeline entries if it is
+// above zero. Seed returns that action's id.
+type SeedParams struct {
+	Namespace    string
+	Actions      int
+	TimedOut     int
+	LongTimeline int
+	Now          time.Time
+}

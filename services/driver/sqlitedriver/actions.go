@@ -1,0 +1,412 @@
+package sqlitedriver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/arbiter-ledger/arbiter/services/driver"
+	"github.com/arbiter-ledger/arbiter/services/record"
+)
+
+// The column lists of the two ledger tables, each written once: every read
+// of actions selects actionColumns (scanAction reads them in this order),
+// and every write of a whole row names them in the same order.
+const (
+	actionColumns = `id, namespace, key, tool, effect, status, attempt, version, lease_until, deadline,
+	reference, agent, run_id, fingerprint, params, result, external_ref, retriable, entry_seq,
+	created_at, updated_at`
+	entryColumns = `id, action_id, namespace, seq, type, actor_kind, actor_name, attempt, payload,
+	occurred_at, recorded_at`
+	actionRow = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	entryRow  = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+)
+
+func actionArgs(a *record.Action) []any {
+	return []any{a.ID, a.Namespace, a.Key, a.Tool, string(a.Effect), string(a.Status), a.Attempt, a.Version,
+		a.LeaseUntil, a.Deadline, a.Reference, a.Agent, a.RunID, a.Fingerprint, string(a.Params), jsonText(a.Result),
+		a.ExternalRef, a.Retriable, a.EntrySeq, a.CreatedAt, a.UpdatedAt}
+}
+
+func entryArgs(en *record.Entry, a *record.Action) []any {
+	return []any{en.ID, a.ID, a.Namespace, en.Seq, string(en.Type), string(en.Actor.Kind), en.Actor.Name, en.Attempt,
+		string(en.Payload), en.OccurredAt, en.RecordedAt}
+}
+
+// jsonText passes JSON as text: SQLite would store bytes as a blob.
+func jsonText(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanAction(row scanner, head ...any) (*record.Action, error) {
+	var a record.Action
+	var lease, deadline sql.NullTime
+	var params, result []byte
+	err := row.Scan(append(head, &a.ID, &a.Namespace, &a.Key, &a.Tool, &a.Effect, &a.Status, &a.Attempt, &a.Version,
+		&lease, &deadline, &a.Reference, &a.Agent, &a.RunID, &a.Fingerprint, &params, &result, &a.ExternalRef,
+		&a.Retriable, &a.EntrySeq, &a.CreatedAt, &a.UpdatedAt)...)
+	if err != nil {
+		return nil, err
+	}
+	a.LeaseUntil, a.Deadline = utcOrNil(lease), utcOrNil(deadline)
+	a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
+	a.Params = params
+	if len(result) > 0 && string(result) != "null" {
+		a.Result = result
+	}
+	return &a, nil
+}
+
+func utcOrNil(t sql.NullTime) *time.Time {
+	if !t.Valid {
+		return nil
+	}
+	u := t.Time.UTC()
+	return &u
+}
+
+func scanActions(rows *sql.Rows, err error) ([]*record.Action, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*record.Action
+	for rows.Next() {
+		a, err := scanAction(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+func one(a *record.Action, err error) (*record.Action, error) {
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, driver.ErrNotFound
+	}
+	return a, err
+}
+
+func (e *executor) ActionGetByID(ctx context.Context, id string) (*record.Action, error) {
+	return one(scanAction(e.r.QueryRowContext(ctx, `SELECT `+actionColumns+` FROM actions WHERE id = ?`, id)))
+}
+
+func (e *executor) ActionGetByKey(ctx context.Context, namespace, key string) (*record.Action, error) {
+	return one(scanAction(e.r.QueryRowContext(ctx,
+		`SELECT `+actionColumns+` FROM actions WHERE namespace = ? AND key = ?`, namespace, key)))
+}
+
+func (e *executor) ActionList(ctx context.Context, p *driver.ActionListParams) ([]*record.Action, error) {
+	var where []string
+	var args []any
+	add := func(cond string, vs ...any) {
+		where, args = append(where, cond), append(args, vs...)
+	}
+	if p.Namespace != "" {
+		add("namespace = ?", p.Namespace)
+	}
+	if len(p.Statuses) > 0 {
+		ph := make([]string, len(p.Statuses))
+		for i, s := range p.Statuses {
+			ph[i] = "?"
+			args = append(args, string(s))
+		}
+		where = append(where, "status IN ("+strings.Join(ph, ", ")+")")
+	}
+	if p.Tool != "" {
+		add("tool = ?", p.Tool)
+	}
+	if p.Agent != "" {
+		add("agent = ?", p.Agent)
+	}
+	if p.Since != nil {
+		add("created_at >= ?", p.Since.UTC())
+	}
+	if p.Until != nil {
+		add("created_at < ?", p.Until.UTC())
+	}
+	if p.Search != "" {
+		add("(key = ? OR reference = ?)", p.Search, p.Search)
+	}
+	if p.BeforeID != "" {
+		add("id < ?", p.BeforeID)
+	}
+	q := `SELECT ` + actionColumns + ` FROM actions`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += fmt.Sprintf(` ORDER BY id DESC LIMIT %d`, p.Limit)
+	return scanActions(e.r.QueryContext(ctx, q, args...))
+}
+
+// ActionInsertMany writes the new actions in one statement and the entries
+// of those created in another, then their alerts, in one transaction on
+// the writer connection, which no other writer can interleave with.
+func (e *executor) ActionInsertMany(ctx context.Context, chs []*driver.Change) ([]bool, error) {
+	order := driver.FirstPerKey(chs)
+	written := make([]bool, len(chs))
+	err := e.inTx(ctx, func(q querier) error {
+		var b strings.Builder
+		b.WriteString(`INSERT INTO actions (` + actionColumns + `) VALUES `)
+		args := make([]any, 0, 21*len(order))
+		byID := make(map[string]int, len(order))
+		for k, i := range order {
+			if k > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(actionRow)
+			n := chs[i].Next
+			n.Version, n.EntrySeq, n.UpdatedAt = 1, 1, n.CreatedAt
+			byID[n.ID] = i
+			args = append(args, actionArgs(n)...)
+		}
+		b.WriteString(" ON CONFLICT (namespace, key) DO NOTHING RETURNING id")
+		rows, err := q.QueryContext(ctx, b.String(), args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			written[byID[id]] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		b.Reset()
+		b.WriteString(`INSERT INTO entries (` + entryColumns + `) VALUES `)
+		args = args[:0]
+		for _, i := range order {
+			if !written[i] {
+				continue
+			}
+			if len(args) > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(entryRow)
+			chs[i].Entry.Seq = 1
+			args = append(args, entryArgs(&chs[i].Entry, chs[i].Next)...)
+		}
+		if len(args) == 0 {
+			return nil
+		}
+		if _, err := q.ExecContext(ctx, b.String(), args...); err != nil {
+			return err
+		}
+		for _, i := range order {
+			if written[i] {
+				if err := writeAlerts(ctx, q, chs[i]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlitedriver: create actions: %w", err)
+	}
+	return written, nil
+}
+
+// ActionUpdateMany writes each change as a compare-and-set of the action,
+// then its entry and alerts, all in one transaction. A change that lost its
+// race has written nothing (its compare-and-set is its first write), and
+// any other failure rolls the whole set back.
+func (e *executor) ActionUpdateMany(ctx context.Context, chs []*driver.Change) ([]bool, error) {
+	written := make([]bool, len(chs))
+	err := e.inTx(ctx, func(q querier) error {
+		for i, ch := range chs {
+			n := ch.Next
+			var seq int
+			err := q.QueryRowContext(ctx, `UPDATE actions SET status = ?, attempt = ?, version = ?,
+				lease_until = ?, deadline = ?, result = ?, external_ref = ?, retriable = ?, updated_at = ?,
+				entry_seq = entry_seq + 1 WHERE id = ? AND version = ? RETURNING entry_seq`,
+				string(n.Status), n.Attempt, n.Version, n.LeaseUntil, n.Deadline, jsonText(n.Result), n.ExternalRef,
+				n.Retriable, n.UpdatedAt, n.ID, ch.Prev.Version).Scan(&seq)
+			if errors.Is(err, sql.ErrNoRows) {
+				written[i] = false
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			ch.Entry.Seq, n.EntrySeq = seq, seq
+			if _, err := q.ExecContext(ctx, `INSERT INTO entries (`+entryColumns+`) VALUES `+entryRow,
+				entryArgs(&ch.Entry, n)...); err != nil {
+				return err
+			}
+			if err := writeAlerts(ctx, q, ch); err != nil {
+				return err
+			}
+			written[i] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlitedriver: update actions: %w", err)
+	}
+	return written, nil
+}
+
+// writeAlerts writes each alert of a written change as a message, with
+// data.entry.seq filled in, and one delivery per enabled endpoint that
+// subscribes to the event type and the namespace. A message no endpoint
+// subscribes to is not written: nothing would ever read it.
+func writeAlerts(ctx context.Context, q querier, ch *driver.Change) error {
+	for _, m := range ch.Alerts {
+		endpoints, err := subscribers(ctx, q, string(m.Type), ch.Next.Namespace)
+		if err != nil {
+			return err
+		}
+		if len(endpoints) == 0 {
+			continue
+		}
+		now := ch.Entry.RecordedAt
+		if _, err := q.ExecContext(ctx, `INSERT INTO webhook_messages (id, event_type, namespace, action_id, payload,
+			created_at) VALUES (?, ?, ?, ?, json_set(?, '$.data.entry.seq', ?), ?)`,
+			m.ID, string(m.Type), ch.Next.Namespace, ch.Next.ID, string(m.Payload), ch.Entry.Seq, now); err != nil {
+			return err
+		}
+		for _, ep := range endpoints {
+			if _, err := q.ExecContext(ctx, `INSERT INTO webhook_deliveries (id, message_id, endpoint_id, state,
+				attempts, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, 'pending', 0, ?, ?, ?)`,
+				driver.NewID(), m.ID, ep, now, now, now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// subscribers returns the enabled endpoints that subscribe to the event
+// type and the namespace.
+func subscribers(ctx context.Context, q querier, eventType, namespace string) ([]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id FROM webhook_endpoints w WHERE w.enabled
+		AND EXISTS (SELECT 1 FROM json_each(w.event_types) WHERE value = ?)
+		AND (json_array_length(w.namespaces) = 0 OR EXISTS (SELECT 1 FROM json_each(w.namespaces) WHERE value = ?))`,
+		eventType, namespace)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var endpoints []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		endpoints = append(endpoints, id)
+	}
+	return endpoints, rows.Err()
+}
+
+func (e *executor) ActionDueList(ctx context.Context, p *driver.ActionDueListParams) ([]*record.Action, error) {
+	q := `SELECT ` + actionColumns + ` FROM actions WHERE deadline <= ?`
+	args := []any{p.Now}
+	if p.After != nil && p.After.Deadline != nil {
+		q += ` AND deadline >= ? AND (deadline > ? OR id > ?)`
+		args = append(args, *p.After.Deadline, *p.After.Deadline, p.After.ID)
+	}
+	q += fmt.Sprintf(` ORDER BY deadline, id LIMIT %d`, p.Limit)
+	return scanActions(e.r.QueryContext(ctx, q, args...))
+}
+
+func (e *executor) ActionCountByStatus(ctx context.Context) (map[record.Status]int64, error) {
+	rows, err := e.r.QueryContext(ctx, `SELECT status, count(*) FROM actions GROUP BY status`)
+	return countRows[record.Status](rows, err)
+}
+
+func countRows[K ~string](rows *sql.Rows, err error) (map[K]int64, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[K]int64{}
+	for rows.Next() {
+		var k K
+		var n int64
+		if err := rows.Scan(&k, &n); err != nil {
+			return nil, err
+		}
+		out[k] = n
+	}
+	return out, rows.Err()
+}
+
+// ActionPrune deletes one batch; the condition is checked again on delete,
+// so an action a decision moved out of a terminal status meanwhile stays.
+func (e *executor) ActionPrune(ctx context.Context, p *driver.PruneParams) (int64, error) {
+	in := literalList(p.Statuses)
+	res, err := e.w.ExecContext(ctx, fmt.Sprintf(`DELETE FROM actions WHERE id IN (SELECT id FROM actions
+		WHERE status IN (%s) AND updated_at < ? ORDER BY updated_at LIMIT %d)
+		AND status IN (%s) AND updated_at < ?`, in, p.Limit, in), p.Before.UTC(), p.Before.UTC())
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (e *executor) EntryList(ctx context.Context, actionID string) ([]*record.Entry, error) {
+	rows, err := e.r.QueryContext(ctx, `SELECT id, seq, type, actor_kind, actor_name, attempt, payload, occurred_at,
+		recorded_at FROM entries WHERE action_id = ? ORDER BY seq`, actionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*record.Entry{}
+	for rows.Next() {
+		var en record.Entry
+		var occurred sql.NullTime
+		var payload []byte
+		if err := rows.Scan(&en.ID, &en.Seq, &en.Type, &en.Actor.Kind, &en.Actor.Name, &en.Attempt, &payload,
+			&occurred, &en.RecordedAt); err != nil {
+			return nil, err
+		}
+		en.Payload, en.OccurredAt, en.RecordedAt = payload, utcOrNil(occurred), en.RecordedAt.UTC()
+		out = append(out, &en)
+	}
+	return out, rows.Err()
+}
+
+func (e *executor) EntryOutcomeExists(ctx context.Context, p *driver.EntryOutcomeExistsParams) (bool, error) {
+	var found bool
+	err := e.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM entries WHERE action_id = ? AND attempt = ?
+		AND (type = ? OR (type = 'late_result' AND json_extract(payload, '$.type') = ?)))`,
+		p.ActionID, p.Attempt, string(p.Type), string(p.Type)).Scan(&found)
+	return found, err
+}
+
+func (e *executor) EntryCountByType(ctx context.Context, typ record.EntryType) (int, error) {
+	var n int
+	err := e.r.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE type = ?`, string(typ)).Scan(&n)
+	return n, err
+}
+
+// literalList spells vocabulary constants as SQL literals, so that a
+// condition reads exactly as a partial index's.
+func literalList[T ~string](xs []T) string {
+	quoted := make([]string, len(xs))
+	for i, x := range xs {
+		for _, c := range x {
+			if (c < 'a' || c > 'z') && c != '_' {
+				panic(fmt.Sprintf("sqlitedriver: %q is not a vocabulary constant", x))
+			}
+		}
+		quoted[i] = "'" + string(x) + "'"
+	}
+	return strings.Join(quoted, ", ")
+}

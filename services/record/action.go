@@ -1,0 +1,63 @@
+package record
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Action is the authoritative record of one intended side effect, as stored
+// and as answered on the wire. The fields without a JSON name are the
+// ledger's own: stored, never shown.
+type Action struct {
+	ID          string          `json:"id"`
+	Namespace   string          `json:"namespace"`
+	Key         string          `json:"key"`
+	Tool        string          `json:"tool"`
+	Effect      Effect          `json:"effect"`
+	Status      Status          `json:"status"`
+	Attempt     int             `json:"attempt"`
+	Version     int             `json:"version"`
+	LeaseUntil  *time.Time      `json:"lease_until"`
+	Reference   *string         `json:"reference"`
+	Agent       *string         `json:"agent"`
+	Params      json.RawMessage `json:"params"`
+	Result      json.RawMessage `json:"result"`
+	ExternalRef *string         `json:"external_ref"`
+	CreatedAt   time.Time       `json:"created_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+
+	RunID       *string `json:"-"`
+	Fingerprint string  `json:"-"`
+	// Retriable is what the last failed report said.
+	Retriable bool `json:"-"`
+	// EntrySeq is the seq of the newest entry: every change bumps it.
+	EntrySeq int `json:"-"`
+	// Deadline is when the sweeper next asks the rules table what the
+	// passing of time means for this action (a lease that runs out), or nil.
+	// The ledger derives it from the status (see the deadlines table).
+	Deadline *time.Time `json:"-"`
+}
+
+// Clone returns a shallow copy of a.
+func (a *Action) Clone() *Action {
+	c := *a
+	return &c
+}
+
+// Actor says who wrote an entry.
+type Actor struct {
+	Kind ActorKind `json:"kind"`
+	Name string    `json:"name"`
+}
+
+// Entry is one immutable ledger record.
+type Entry struct {
+	ID         string          `json:"id"`
+	Seq        int             `json:"seq"`
+	Type       EntryType       `json:"type"`
+	Actor      Actor           `json:"actor"`
+	Attempt    *int            `json:"attempt"`
+	Payload    json.RawMessage `json:"payload"`
+	OccurredAt *time.Time      `json:"occurred_at"`
+	RecordedAt time.Time       `json:"recorded_at"`
+}

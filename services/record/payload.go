@@ -1,0 +1,115 @@
+package record
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// The payload of every entry type is one of the structs below: the ledger
+// writes it, and the timeline, the outbox and the SDKs read it back through
+// DecodePayload. Fields are in alphabetical order of their JSON names, the
+// order the ledger wrote them in before payloads were typed, so stored
+// payloads keep their bytes.
+
+// IntentPayload is what an intent entry records beside its own columns.
+type IntentPayload struct {
+	Effect    *Effect `json:"effect,omitempty"`
+	Reference *string `json:"reference,omitempty"`
+	RunID     *string `json:"run_id,omitempty"`
+	// Timeout is the lease asked for, in seconds (the default when the
+	// intent named none).
+	Timeout float64 `json:"timeout"`
+	Tool    string  `json:"tool"`
+}
+
+// KeyReusedPayload records an intent that offered a used key with another
+// tool or other params: what it offered, so an operator can compare.
+type KeyReusedPayload struct {
+	Effect      *Effect         `json:"effect,omitempty"`
+	Fingerprint string          `json:"fingerprint"`
+	Params      json.RawMessage `json:"params"`
+	Reference   *string         `json:"reference,omitempty"`
+	RunID       *string         `json:"run_id,omitempty"`
+	Timeout     float64         `json:"timeout"`
+	Tool        string          `json:"tool"`
+}
+
+// ReportPayload keeps what an agent's entry said apart from the fields that
+// have columns of their own: heartbeats, outcomes and notes, and the entries
+// Arbiter records for reports it could not apply as they came (late, stale,
+// after the lease, or not allowed). Type is the type the agent sent when
+// the entry's own type differs from it.
+type ReportPayload struct {
+	Error       *string         `json:"error,omitempty"`
+	ExternalRef *string         `json:"external_ref,omitempty"`
+	Message     *string         `json:"message,omitempty"`
+	Result      json.RawMessage `json:"result,omitempty"`
+	Retriable   *bool           `json:"retriable,omitempty"`
+	RunID       *string         `json:"run_id,omitempty"`
+	Timeout     *float64        `json:"timeout,omitempty"`
+	Tool        *string         `json:"tool,omitempty"`
+	Type        EntryType       `json:"type,omitempty"`
+}
+
+// DecisionPayload records an operator's decision.
+type DecisionPayload struct {
+	AcknowledgeDuplicateRisk bool            `json:"acknowledge_duplicate_risk,omitempty"`
+	Decision                 Decision        `json:"decision"`
+	ExpectedVersion          *int            `json:"expected_version,omitempty"`
+	ExternalRef              *string         `json:"external_ref,omitempty"`
+	Reason                   string          `json:"reason"`
+	Result                   json.RawMessage `json:"result,omitempty"`
+}
+
+// TimedOutPayload records the lease that passed.
+type TimedOutPayload struct {
+	LeaseUntil *time.Time `json:"lease_until"`
+}
+
+// NewPayload returns a pointer to a zero payload of the entry type t, for
+// decoding, or nil for a type the ledger does not know.
+func NewPayload(t EntryType) any {
+	switch t {
+	case TypeIntent:
+		return &IntentPayload{}
+	case TypeKeyReused:
+		return &KeyReusedPayload{}
+	case TypeHeartbeat, TypeSucceeded, TypeFailed, TypeCompensated, TypeNote,
+		TypeStaleOutcome, TypeStaleHeartbeat, TypeLateResult, TypeLeaseLost, TypeRejected:
+		return &ReportPayload{}
+	case TypeDecision:
+		return &DecisionPayload{}
+	case TypeTimedOut:
+		return &TimedOutPayload{}
+	}
+	return nil
+}
+
+// DecodePayload decodes an entry's payload into the struct of its type.
+func DecodePayload(e *Entry) (any, error) {
+	p := NewPayload(e.Type)
+	if p == nil {
+		return nil, fmt.Errorf("record: entry type %q has no payload type", e.Type)
+	}
+	if len(e.Payload) == 0 {
+		return p, nil
+	}
+	if err := json.Unmarshal(e.Payload, p); err != nil {
+		return nil, fmt.Errorf("record: %s payload: %w", e.Type, err)
+	}
+	return p, nil
+}
+
+// MarshalPayload encodes a payload the ledger built from validated input,
+// which cannot fail to encode.
+func MarshalPayload(p any) json.RawMessage {
+	if p == nil {
+		return json.RawMessage(`{}`)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		panic(fmt.Sprintf("record: marshal payload: %v", err))
+	}
+	return b
+}
