@@ -3,6 +3,8 @@ package client
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // Status of an action.
@@ -99,6 +101,16 @@ type LedgerEntry struct {
 	Payload    json.RawMessage `json:"payload"`
 	OccurredAt *time.Time      `json:"occurred_at"`
 	RecordedAt time.Time       `json:"recorded_at"`
+}
+
+// DecodePayload decodes the entry's payload into the struct of its type,
+// shared with the server: *record.IntentPayload for intent,
+// *record.ReportPayload for heartbeats, outcomes, notes and the entries
+// recorded about them, *record.DecisionPayload, *record.TimedOutPayload,
+// *record.KeyReusedPayload. Package record imports only the standard
+// library.
+func (e LedgerEntry) DecodePayload() (any, error) {
+	return record.DecodePayload(&record.Entry{Type: record.EntryType(e.Type), Payload: e.Payload})
 }
 
 // Ptr returns a pointer to v, for the optional fields of [Entry] and

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // WorkerOptions configure a Worker.
@@ -245,11 +247,9 @@ func (w *Worker) leaseOf(ctx context.Context, a Action) time.Duration {
 		if e.Type != TypeIntent {
 			continue
 		}
-		var p struct {
-			Timeout float64 `json:"timeout"`
-		}
-		if json.Unmarshal(e.Payload, &p) == nil && p.Timeout >= 1 {
-			return time.Duration(p.Timeout * float64(time.Second))
+		p, err := e.DecodePayload()
+		if in, ok := p.(*record.IntentPayload); err == nil && ok && in.Timeout >= 1 {
+			return time.Duration(in.Timeout * float64(time.Second))
 		}
 		return 0
 	}
