@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/arbiter-ledger/arbiter/client"
@@ -50,8 +53,8 @@ func newEnv(t *testing.T, st *services.Store) *env {
 
 func (e *env) startServer() *httptest.Server {
 	st := e.st
-	h := web.New(web.Deps{Store: st, Ledger: services.NewLedger(st), Keys: services.NewKeys(st),
-		Accounts: services.NewAccounts(st), Webhooks: services.NewWebhooks(st, services.AddressPolicy{AllowPrivate: true}),
+	h := web.New(web.Deps{Store: st, Ledger: services.NewLedger(st), Keys: accounts.NewKeys(st),
+		Accounts: accounts.New(st), Webhooks: webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}),
 		Metrics: web.NewMetrics(nil), Log: slog.New(slog.DiscardHandler)})
 	return httptest.NewServer(h)
 }
@@ -77,7 +80,7 @@ func (e *env) URL() string { return "http://" + e.proxy.addr }
 // key creates an API key and returns its secret.
 func (e *env) key(ns, name string, role services.Role) string {
 	e.t.Helper()
-	_, secret, err := services.NewKeys(e.st).CreateKey(context.Background(), services.CreateKeyRequest{Namespace: ns, Name: name, Role: role})
+	_, secret, err := accounts.NewKeys(e.st).CreateKey(context.Background(), accounts.CreateKeyRequest{Namespace: ns, Name: name, Role: role})
 	require.NoError(e.t, err)
 	return secret
 }

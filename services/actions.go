@@ -24,7 +24,7 @@ func (l *Ledger) Action(ctx context.Context, p Principal, id string) (*record.Ac
 		return nil, Errorf(CodeNotFound, "no action has id %q", id)
 	}
 	if err != nil {
-		return nil, dbError("ledger: read action", err)
+		return nil, DBError("ledger: read action", err)
 	}
 	return a, nil
 }
@@ -49,7 +49,7 @@ func (l *Ledger) ActionByKey(ctx context.Context, p Principal, ns, key string) (
 		return nil, Errorf(CodeNotFound, "no action has key %q in namespace %q", key, ns)
 	}
 	if err != nil {
-		return nil, dbError(fmt.Sprintf("ledger: read action %q", key), err)
+		return nil, DBError(fmt.Sprintf("ledger: read action %q", key), err)
 	}
 	return a, nil
 }
@@ -110,7 +110,7 @@ func (l *Ledger) List(ctx context.Context, p Principal, f ActionFilter) (*Action
 	}
 	actions, err := l.st.ex.ActionList(ctx, q)
 	if err != nil {
-		return nil, dbError("ledger: list actions", err)
+		return nil, DBError("ledger: list actions", err)
 	}
 	page := &ActionPage{Actions: make([]*record.Action, 0, f.Limit)}
 	page.Actions = append(page.Actions, actions...)
@@ -140,14 +140,14 @@ func (l *Ledger) Entries(ctx context.Context, p Principal, actionID string) ([]*
 		return nil, err
 	}
 	es, err := l.st.ex.EntryList(ctx, actionID)
-	return es, dbErrorOrNil("ledger: read entries", err)
+	return es, DBErrorOrNil("ledger: read entries", err)
 }
 
 // CountByStatus counts actions per status, over every namespace.
 func (l *Ledger) CountByStatus(ctx context.Context) (map[string]int64, error) {
 	counts, err := l.st.ex.ActionCountByStatus(ctx)
 	if err != nil {
-		return nil, dbError("ledger: count actions", err)
+		return nil, DBError("ledger: count actions", err)
 	}
 	out := map[string]int64{}
 	for _, s := range record.Statuses {
@@ -159,5 +159,5 @@ func (l *Ledger) CountByStatus(ctx context.Context) (map[string]int64, error) {
 // CountEntries counts entries of one type over every namespace.
 func (l *Ledger) CountEntries(ctx context.Context, typ record.EntryType) (int, error) {
 	n, err := l.st.ex.EntryCountByType(ctx, typ)
-	return n, dbErrorOrNil("ledger: count entries", err)
+	return n, DBErrorOrNil("ledger: count entries", err)
 }

@@ -44,7 +44,7 @@ func (l *Ledger) newChange(prev *record.Action, pl plan, actor record.Actor, in 
 	e := record.Entry{ID: newID(), Type: pl.record.typ, Actor: actor, Attempt: pl.record.attempt,
 		Payload: record.MarshalPayload(pl.record.payload), RecordedAt: now}
 	if in != nil {
-		e.OccurredAt = utcPtr(in.OccurredAt)
+		e.OccurredAt = UTCPtr(in.OccurredAt)
 	}
 	next := l.stored(prev, pl.next, now)
 	return &driver.Change{Prev: prev, Next: next, Entry: e, Alerts: alertsFor(pl.events, &e, next)}
@@ -88,7 +88,7 @@ func (l *Ledger) write(ctx context.Context, u *unit, chs []*driver.Change) ([]bo
 		written, err = u.ex.ActionUpdateMany(ctx, chs)
 	}
 	if err != nil {
-		return nil, dbError("ledger: write", err)
+		return nil, DBError("ledger: write", err)
 	}
 	for i, ch := range chs {
 		if written[i] && len(ch.Alerts) > 0 {
@@ -103,7 +103,7 @@ func (l *Ledger) write(ctx context.Context, u *unit, chs []*driver.Change) ([]bo
 func (l *Ledger) inTx(ctx context.Context, fn func(*unit) error) error {
 	tx, err := l.st.drv.Begin(ctx)
 	if err != nil {
-		return dbError("ledger: begin", err)
+		return DBError("ledger: begin", err)
 	}
 	u := &unit{ex: tx}
 	if err := fn(u); err != nil {
@@ -111,7 +111,7 @@ func (l *Ledger) inTx(ctx context.Context, fn func(*unit) error) error {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return dbError("ledger: commit", err)
+		return DBError("ledger: commit", err)
 	}
 	if u.alerted {
 		l.wakeDispatcher()
@@ -134,4 +134,6 @@ func (l *Ledger) inTxRetry(ctx context.Context, fn func(*unit) error) error {
 
 func newID() string { return driver.NewID() }
 
-func utcNow() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+// Now is the time as Arbiter records it: UTC, to the microsecond the
+// databases keep.
+func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }

@@ -12,21 +12,23 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// dbError wraps a database failure. Failures of the database itself (down,
+// DBError wraps a database failure. Failures of the database itself (down,
 // unreachable, shutting down, out of resources, busy) become ErrUnavailable,
 // which callers answer with 503; anything else is a bug and stays an internal
 // error.
-func dbError(what string, err error) error {
+func DBError(what string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	if unavailable(err) {
+	if Unavailable(err) {
 		return fmt.Errorf("%w: %s: %w", ErrUnavailable, what, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-func unavailable(err error) bool {
+// Unavailable reports whether err is a failure of the database itself:
+// down, unreachable, shutting down, out of resources or busy.
+func Unavailable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code[:2] {

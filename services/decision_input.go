@@ -26,9 +26,9 @@ func (d *DecisionInput) Validate() error {
 	known := d.Decision.Valid()
 	switch {
 	case d.Decision == "":
-		return Errorf(CodeInvalid, "field \"decision\" is required: one of %s", listOrNone(record.Decisions))
+		return Errorf(CodeInvalid, "field \"decision\" is required: one of %s", ListOrNone(record.Decisions))
 	case !known:
-		return Errorf(CodeInvalid, "unknown decision %q: use one of %s", d.Decision, listOrNone(record.Decisions))
+		return Errorf(CodeInvalid, "unknown decision %q: use one of %s", d.Decision, ListOrNone(record.Decisions))
 	case strings.TrimSpace(d.Reason) == "":
 		return Errorf(CodeInvalid, "field \"reason\" is required: say why, for whoever reads the ledger later")
 	case len(d.Reason) > MaxReasonBytes || !utf8.ValidString(d.Reason) || strings.ContainsRune(d.Reason, 0):

@@ -287,7 +287,7 @@ func (in *EntryInput) Validate() error {
 		if in.Tool == nil || *in.Tool == "" {
 			return Errorf(CodeInvalid, "field \"tool\" is required for intent entries")
 		}
-		if n := utf8.RuneCountInString(*in.Tool); n > MaxToolChars || !printable(*in.Tool) {
+		if n := utf8.RuneCountInString(*in.Tool); n > MaxToolChars || !Printable(*in.Tool) {
 			return Errorf(CodeInvalid, "field \"tool\" must be 1 to 128 printable characters")
 		}
 		if in.Effect != nil {
@@ -342,7 +342,7 @@ func ValidateKey(key string) error {
 		return Errorf(CodeInvalid, "field \"key\" is %d bytes; the limit is %d", len(key), MaxKeyBytes)
 	case !utf8.ValidString(key):
 		return Errorf(CodeInvalid, "field \"key\" must be valid UTF-8")
-	case !printable(key):
+	case !Printable(key):
 		return Errorf(CodeInvalid, "field \"key\" must not contain control or non-printable characters")
 	}
 	return nil
@@ -352,13 +352,14 @@ func checkLabel(name string, v *string, max int) error {
 	if v == nil {
 		return nil
 	}
-	if len(*v) > max || !utf8.ValidString(*v) || !printable(*v) {
+	if len(*v) > max || !utf8.ValidString(*v) || !Printable(*v) {
 		return Errorf(CodeInvalid, "field %q must be at most %d bytes of printable UTF-8", name, max)
 	}
 	return nil
 }
 
-func printable(s string) bool {
+// Printable reports whether every rune of s is printable.
+func Printable(s string) bool {
 	for _, r := range s {
 		if !unicode.IsPrint(r) {
 			return false

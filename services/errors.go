@@ -45,6 +45,8 @@ const (
 	CodeUnavailable                 = "unavailable"
 	CodeInternal                    = "internal"
 	CodeMethodNotAllowed            = "method_not_allowed"
+	// CodeTooManyAttempts answers a throttled sign-in.
+	CodeTooManyAttempts = "too_many_attempts"
 )
 
 // Sentinels for errors.Is.

@@ -25,15 +25,6 @@ func (s *Store) CountEntries(ctx context.Context, actionID string, typ record.En
 	return n, err
 }
 
-// Webhook test hooks.
-
-// SetRetrySchedule gives this dispatcher its own waits between attempts, so
-// tests retry in milliseconds without touching the shared RetrySchedule.
-func (d *Dispatcher) SetRetrySchedule(s []time.Duration) { d.schedule = s }
-
-// SetClock replaces the webhook service's clock (rotation deadlines).
-func (w *Webhooks) SetClock(now func() time.Time) { w.now = now }
-
 // ErrLostRace is what a decision on a stale read answers.
 var ErrLostRace = errLostRace
 

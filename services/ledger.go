@@ -53,7 +53,7 @@ func (l *Ledger) observeGroup(n int) {
 // NewLedger returns a ledger on st.
 func NewLedger(st *Store) *Ledger {
 	c := st.drv.Concurrency()
-	l := &Ledger{st: st, now: utcNow, rules: rules, deadlines: deadlines, singleWriter: c.SingleWriter}
+	l := &Ledger{st: st, now: Now, rules: rules, deadlines: deadlines, singleWriter: c.SingleWriter}
 	if c.SingleWriter {
 		// One transaction at a time: concurrent entries share it.
 		l.group = &grouper{flushers: c.Flushers, flush: l.flushShared}
@@ -296,7 +296,7 @@ func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput
 			act, err = nil, nil
 		}
 		if err != nil {
-			return EntryResult{}, dbError(fmt.Sprintf("ledger: read action %q", in.Key), err)
+			return EntryResult{}, DBError(fmt.Sprintf("ledger: read action %q", in.Key), err)
 		}
 		now := l.now()
 		var pl plan
@@ -355,7 +355,7 @@ func (l *Ledger) alreadyRecorded(ctx context.Context, u *unit, a *record.Action,
 	}
 	found, err := u.ex.EntryOutcomeExists(ctx, &driver.EntryOutcomeExistsParams{ActionID: a.ID, Attempt: a.Attempt, Type: in.Type})
 	if err != nil {
-		return false, dbError("ledger: look for a recorded outcome", err)
+		return false, DBError("ledger: look for a recorded outcome", err)
 	}
 	return found, nil
 }
@@ -394,7 +394,7 @@ func (l *Ledger) decideOn(ctx context.Context, p Principal, act *record.Action, 
 	r, ok := l.rules[event(d.Decision)][act.Status]
 	if !ok {
 		return nil, nil, Errorf(CodeInvalidTransition, "cannot %s an action that is %s; allowed now: %s",
-			d.Decision, act.Status, listOrNone(l.rules.allowedDecisions(act.Status)))
+			d.Decision, act.Status, ListOrNone(l.rules.allowedDecisions(act.Status)))
 	}
 	now := l.now()
 	actor := record.Actor{Kind: record.ActorOperator, Name: p.Name}
@@ -423,7 +423,8 @@ func versionConflict(cur *record.Action, seen int) *Error {
 		seen, cur.Status, cur.Version, cur.Attempt)
 }
 
-func listOrNone[T ~string](xs []T) string {
+// ListOrNone joins xs with commas, or says "none".
+func ListOrNone[T ~string](xs []T) string {
 	if len(xs) == 0 {
 		return "none"
 	}
@@ -434,7 +435,8 @@ func listOrNone[T ~string](xs []T) string {
 	return s
 }
 
-func utcPtr(t *time.Time) *time.Time {
+// UTCPtr returns *t in UTC at the microsecond the databases keep, or nil.
+func UTCPtr(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
 	}

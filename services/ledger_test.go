@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -73,8 +75,8 @@ func principal(t *testing.T, st *services.Store, o PrincipalOpts) services.Princ
 		o.Name = string(o.Role) + "-bot"
 	}
 	ctx := context.Background()
-	keys := services.NewKeys(st)
-	_, secret, err := keys.CreateKey(ctx, services.CreateKeyRequest{Namespace: o.Namespace, Name: o.Name, Role: o.Role})
+	keys := accounts.NewKeys(st)
+	_, secret, err := keys.CreateKey(ctx, accounts.CreateKeyRequest{Namespace: o.Namespace, Name: o.Name, Role: o.Role})
 	require.NoError(t, err)
 	p, err := keys.Authenticate(ctx, secret)
 	require.NoError(t, err)

@@ -33,13 +33,14 @@ func (s *Store) Seed(ctx context.Context, r SeedRequest) (SeedResult, error) {
 		return SeedResult{}, Errorf(CodeInvalid, "seed: need 1 or more actions and at most that many timed out")
 	}
 	const ns = "seed"
-	if err := NewKeys(s).EnsureNamespace(ctx, ns); err != nil {
-		return SeedResult{}, err
+	if err := s.wdb.WithContext(ctx).Exec(`INSERT INTO namespaces (name, created_at) VALUES (?, ?)
+		ON CONFLICT (name) DO NOTHING`, ns, Now()).Error; err != nil {
+		return SeedResult{}, DBError("seed: create namespace", err)
 	}
 	long, err := s.drv.Seed(ctx, &driver.SeedParams{Namespace: ns, Actions: r.Actions, TimedOut: r.TimedOut,
-		LongTimeline: r.LongTimeline, Now: utcNow()})
+		LongTimeline: r.LongTimeline, Now: Now()})
 	if err != nil {
-		return SeedResult{}, dbError("seed", err)
+		return SeedResult{}, DBError("seed", err)
 	}
 	return SeedResult{Namespace: ns, LongActionID: long, Took: time.Since(start)}, nil
 }

@@ -41,8 +41,9 @@ type Store struct {
 	db  *gorm.DB // reads of configuration records
 	wdb *gorm.DB // writes of configuration records
 
-	authOnce sync.Once
-	auth     *authCache
+	// memo holds values kept per store by the packages built on it (the
+	// API keys' authentication cache).
+	memo sync.Map
 }
 
 // Open connects to the database named by rawURL ("postgres://…",
@@ -109,3 +110,22 @@ func CapturePlans(s *Store, fn func()) map[string]string {
 // Driver is the storage driver behind the store, for the shared driver
 // test suite.
 func (s *Store) Driver() driver.Driver { return s.drv }
+
+// Executor runs the driver's operations, each on its own.
+func (s *Store) Executor() driver.Executor { return s.ex }
+
+// Gorm reads configuration records; GormWriter writes them.
+func (s *Store) Gorm() *gorm.DB { return s.db }
+
+// GormWriter writes configuration records (the single writer on SQLite).
+func (s *Store) GormWriter() *gorm.DB { return s.wdb }
+
+// Memo returns the value kept under key for this store, made by make the
+// first time; for state shared by every service on one store.
+func (s *Store) Memo(key any, make func() any) any {
+	if v, ok := s.memo.Load(key); ok {
+		return v
+	}
+	v, _ := s.memo.LoadOrStore(key, make())
+	return v
+}

@@ -66,7 +66,7 @@ func (l *Ledger) Sweep(ctx context.Context) (int, error) {
 	for {
 		due, err := l.st.ex.ActionDueList(ctx, &driver.ActionDueListParams{Now: l.now(), After: after, Limit: SweepBatch})
 		if err != nil {
-			fail(dbError("sweeper: find passed deadlines", err))
+			fail(DBError("sweeper: find passed deadlines", err))
 			break
 		}
 		if len(due) == 0 {
@@ -147,7 +147,7 @@ func pruneInBatches(ctx context.Context, batch func(context.Context, *driver.Pru
 	for {
 		n, err := batch(ctx, p)
 		if err != nil {
-			return total, dbError("retention: prune", err)
+			return total, DBError("retention: prune", err)
 		}
 		total += n
 		if n < int64(p.Limit) {
@@ -156,11 +156,12 @@ func pruneInBatches(ctx context.Context, batch func(context.Context, *driver.Pru
 	}
 }
 
-func dbErrorOrNil(what string, err error) error {
+// DBErrorOrNil is DBError, or nil for a nil err.
+func DBErrorOrNil(what string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return dbError(what, err)
+	return DBError(what, err)
 }
 
 // RunSweeper sweeps every interval and prunes past retention every hour

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -360,8 +362,8 @@ func TestPruneWebhookMessages(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		url := "http://127.0.0.1:9/hook"
-		_, err := services.NewWebhooks(st, services.AddressPolicy{AllowPrivate: true}).CreateEndpoint(ctx, admin(),
-			services.EndpointInput{URL: &url, EventTypes: &[]record.EventType{record.EventTimedOut}})
+		_, err := webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}).CreateEndpoint(ctx, admin(),
+			webhooks.EndpointInput{URL: &url, EventTypes: &[]record.EventType{record.EventTimedOut}})
 		require.NoError(t, err)
 		f := newFixture(t, st, FixtureOpts{})
 		for _, k := range []string{"delivered", "pending"} {

@@ -119,7 +119,7 @@ func (l *Ledger) countsFor(ctx context.Context, p Principal) (map[string]int64, 
 	for _, statuses := range [][]record.Status{TriageStatuses, {record.StatusInProgress}} {
 		counts, err := l.st.ex.TriageCounts(ctx, triageParams(p, statuses, time.Time{}, 0))
 		if err != nil {
-			return nil, dbError("triage: count actions", err)
+			return nil, DBError("triage: count actions", err)
 		}
 		for s, n := range counts {
 			out[string(s)] = n
@@ -131,7 +131,7 @@ func (l *Ledger) countsFor(ctx context.Context, p Principal) (map[string]int64, 
 func (l *Ledger) countAlerts(ctx context.Context, p Principal, since time.Time) (map[string]int64, error) {
 	counts, err := l.st.ex.TriageAlertCounts(ctx, triageParams(p, nil, since, 0))
 	if err != nil {
-		return nil, dbError("triage: count alerts", err)
+		return nil, DBError("triage: count alerts", err)
 	}
 	out := map[string]int64{}
 	for _, typ := range TriageAlerts {
@@ -143,7 +143,7 @@ func (l *Ledger) countAlerts(ctx context.Context, p Principal, since time.Time) 
 func (l *Ledger) waitingActions(ctx context.Context, p Principal, limit int) ([]TriageItem, error) {
 	actions, err := l.st.ex.TriageWaiting(ctx, triageParams(p, TriageStatuses, time.Time{}, limit))
 	if err != nil {
-		return nil, dbError("triage: read waiting actions", err)
+		return nil, DBError("triage: read waiting actions", err)
 	}
 	out := make([]TriageItem, 0, len(actions))
 	for _, a := range actions {
@@ -155,7 +155,7 @@ func (l *Ledger) waitingActions(ctx context.Context, p Principal, limit int) ([]
 func (l *Ledger) recentAlerts(ctx context.Context, p Principal, since time.Time, limit int) ([]TriageItem, error) {
 	alerts, err := l.st.ex.TriageAlerts(ctx, triageParams(p, nil, since, limit))
 	if err != nil {
-		return nil, dbError("triage: read alerts", err)
+		return nil, DBError("triage: read alerts", err)
 	}
 	out := make([]TriageItem, 0, len(alerts))
 	for _, t := range alerts {
@@ -172,7 +172,7 @@ func (l *Ledger) TriageStamp(ctx context.Context) (string, error) {
 	raw, err := l.st.ex.TriageStamp(ctx, triageParams(Principal{Role: RoleAdmin}, TriageStatuses,
 		l.now().Add(-TriageAlertWindow), 0))
 	if err != nil {
-		return "", dbError("triage: read stamp", err)
+		return "", DBError("triage: read stamp", err)
 	}
 	h := fnv.New64a()
 	h.Write([]byte(raw))

@@ -1,5 +1,7 @@
 package services
 
+import "regexp"
+
 // Role is what an API key or a principal may do.
 type Role string
 
@@ -8,7 +10,13 @@ const (
 	RoleReader   Role = "reader"   // read its namespace
 	RoleOperator Role = "operator" // read and decide in its namespace
 	RoleAdmin    Role = "admin"    // global
+	// RoleViewer is a dashboard user's role that may read everything and
+	// decide nothing.
+	RoleViewer Role = "viewer"
 )
+
+// UserRoles are the roles of dashboard users.
+var UserRoles = []Role{RoleViewer, RoleOperator, RoleAdmin}
 
 // Principal is the authenticated caller of a service method.
 type Principal struct {
@@ -31,3 +39,14 @@ func (p Principal) Sees(ns string) bool { return p.Global() || p.Namespace == ns
 // Global reports whether p sees every namespace: admin keys and dashboard
 // users do.
 func (p Principal) Global() bool { return p.Role == RoleAdmin || p.Kind == "user" }
+
+var namespaceName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+
+// ValidateNamespace checks a namespace name: lowercase letters, digits, '.',
+// '_' and '-', 1 to 63 characters.
+func ValidateNamespace(ns string) error {
+	if !namespaceName.MatchString(ns) {
+		return Errorf(CodeInvalid, "namespace %q must be 1 to 63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", ns)
+	}
+	return nil
+}

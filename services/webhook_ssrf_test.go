@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
+
 	"github.com/arbiter-ledger/arbiter/services/record"
 
 	"github.com/stretchr/testify/require"
@@ -64,9 +66,9 @@ func TestPrivateAddressesAreRefusedAtCreation(t *testing.T) {
 			"metadata.example": {"169.254.169.254"},
 			"v6.example":       {"::1"},
 		})
-		strict := services.NewWebhooks(st, services.AddressPolicy{Resolver: dns})
-		create := func(w *services.Webhooks, u string) error {
-			_, err := w.CreateEndpoint(ctx, admin(), services.EndpointInput{URL: &u, EventTypes: &[]record.EventType{record.EventTimedOut}})
+		strict := webhooks.New(st, webhooks.AddressPolicy{Resolver: dns})
+		create := func(w *webhooks.Webhooks, u string) error {
+			_, err := w.CreateEndpoint(ctx, admin(), webhooks.EndpointInput{URL: &u, EventTypes: &[]record.EventType{record.EventTimedOut}})
 			return err
 		}
 		for _, u := range []string{
@@ -85,12 +87,12 @@ func TestPrivateAddressesAreRefusedAtCreation(t *testing.T) {
 			require.NoError(t, create(strict, u), u)
 		}
 
-		ep, err := strict.CreateEndpoint(ctx, admin(), services.EndpointInput{URL: new("https://public.example/"), EventTypes: &[]record.EventType{record.EventTimedOut}})
+		ep, err := strict.CreateEndpoint(ctx, admin(), webhooks.EndpointInput{URL: new("https://public.example/"), EventTypes: &[]record.EventType{record.EventTimedOut}})
 		require.NoError(t, err)
-		_, err = strict.UpdateEndpoint(ctx, admin(), ep.ID, services.EndpointInput{URL: new("http://internal.example/")})
+		_, err = strict.UpdateEndpoint(ctx, admin(), ep.ID, webhooks.EndpointInput{URL: new("http://internal.example/")})
 		requireCode(t, services.CodeInvalid, err, "changing the URL is checked too")
 
-		open := services.NewWebhooks(st, services.AddressPolicy{AllowPrivate: true, Resolver: dns})
+		open := webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true, Resolver: dns})
 		for _, u := range []string{"http://127.0.0.1/hook", "http://localhost:9/", "http://internal.example/", "http://10.0.0.1/"} {
 			require.NoError(t, create(open, u), "allowed with AllowPrivate: %s", u)
 		}
@@ -110,8 +112,8 @@ func TestRebindingIsRefusedAtSendTime(t *testing.T) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
 		dns := newFakeDNS(map[string][]string{"hooks.example": {"93.184.216.34"}})
-		strict := services.AddressPolicy{Resolver: dns}
-		e.hooks = services.NewWebhooks(st, strict)
+		strict := webhooks.AddressPolicy{Resolver: dns}
+		e.hooks = webhooks.New(st, strict)
 		rcv := newReceiver(t)
 		port := must(url.Parse(rcv.srv.URL)).Port()
 		ep := e.endpoint(t, EndpointOpts{URL: "http://hooks.example:" + port + "/hook"})
@@ -119,21 +121,21 @@ func TestRebindingIsRefusedAtSendTime(t *testing.T) {
 		dns.set("hooks.example", "127.0.0.1")
 		e.timeOut(t, "k1")
 		dctx, stop := context.WithCancel(ctx)
-		d := services.NewDispatcher(st, slog.New(slog.DiscardHandler), strict)
+		d := webhooks.NewDispatcher(st, slog.New(slog.DiscardHandler), strict)
 		d.Poll = 10 * time.Millisecond
 		done := make(chan struct{})
 		go func() { d.Run(dctx); close(done) }()
-		got := e.waitDelivery(t, ep.ID, func(d *services.Delivery) bool { return d.AttemptCount > 0 })
+		got := e.waitDelivery(t, ep.ID, func(d *webhooks.Delivery) bool { return d.AttemptCount > 0 })
 		stop()
 		<-done
-		require.Equal(t, services.DeliveryPending, got.State, "retried later, as any network error")
+		require.Equal(t, webhooks.DeliveryPending, got.State, "retried later, as any network error")
 		require.Len(t, got.Attempts, 1)
 		a := got.Attempts[0]
 		require.Nil(t, a.StatusCode)
 		require.Contains(t, *a.Error, "refusing to connect to hooks.example: it resolves to a loopback address (127.0.0.1)")
 		require.Empty(t, rcv.got(), "nothing reached the receiver")
 
-		startDispatcher(t, st, DispatcherOpts{Policy: &services.AddressPolicy{AllowPrivate: true, Resolver: dns}})
+		startDispatcher(t, st, DispatcherOpts{Policy: &webhooks.AddressPolicy{AllowPrivate: true, Resolver: dns}})
 		e.timeOut(t, "k2")
 		r := rcv.waitRequests(t, 1)[0]
 		require.NoError(t, verify(ep.Secret, r))

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
+
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 
@@ -112,13 +114,13 @@ func admin() services.Principal {
 // hookEnv is a fixture with the webhook service beside its ledger.
 type hookEnv struct {
 	*fixture
-	hooks *services.Webhooks
+	hooks *webhooks.Webhooks
 }
 
 func newHookEnv(t *testing.T, st *services.Store) *hookEnv {
 	t.Helper()
 	return &hookEnv{fixture: newFixture(t, st, FixtureOpts{}),
-		hooks: services.NewWebhooks(st, services.AddressPolicy{AllowPrivate: true})}
+		hooks: webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true})}
 }
 
 // EndpointOpts describes an endpoint to create.
@@ -129,12 +131,12 @@ type EndpointOpts struct {
 	Format     string             // default: standard
 }
 
-func (e *hookEnv) endpoint(t *testing.T, o EndpointOpts) *services.Endpoint {
+func (e *hookEnv) endpoint(t *testing.T, o EndpointOpts) *webhooks.Endpoint {
 	t.Helper()
 	if o.Events == nil {
 		o.Events = []record.EventType{record.EventTimedOut}
 	}
-	in := services.EndpointInput{URL: &o.URL, EventTypes: &o.Events}
+	in := webhooks.EndpointInput{URL: &o.URL, EventTypes: &o.Events}
 	if o.Namespaces != nil {
 		in.Namespaces = &o.Namespaces
 	}
@@ -162,7 +164,7 @@ func (e *hookEnv) timeOut(t *testing.T, key string) *record.Action {
 }
 
 // deliveries lists an endpoint's deliveries, newest first.
-func (e *hookEnv) deliveries(t *testing.T, endpointID string) []*services.Delivery {
+func (e *hookEnv) deliveries(t *testing.T, endpointID string) []*webhooks.Delivery {
 	t.Helper()
 	ds, err := e.hooks.EndpointDeliveries(context.Background(), admin(), endpointID, 100)
 	require.NoError(t, err)
@@ -170,9 +172,9 @@ func (e *hookEnv) deliveries(t *testing.T, endpointID string) []*services.Delive
 }
 
 // waitDelivery waits until the endpoint's newest delivery satisfies ok.
-func (e *hookEnv) waitDelivery(t *testing.T, endpointID string, ok func(d *services.Delivery) bool) *services.Delivery {
+func (e *hookEnv) waitDelivery(t *testing.T, endpointID string, ok func(d *webhooks.Delivery) bool) *webhooks.Delivery {
 	t.Helper()
-	var last *services.Delivery
+	var last *webhooks.Delivery
 	require.Eventually(t, func() bool {
 		ds := e.deliveries(t, endpointID)
 		if len(ds) == 0 {
@@ -184,7 +186,7 @@ func (e *hookEnv) waitDelivery(t *testing.T, endpointID string, ok func(d *servi
 	return last
 }
 
-func (e *hookEnv) getEndpoint(t *testing.T, id string) *services.Endpoint {
+func (e *hookEnv) getEndpoint(t *testing.T, id string) *webhooks.Endpoint {
 	t.Helper()
 	ep, err := e.hooks.Endpoint(context.Background(), admin(), id)
 	require.NoError(t, err)
@@ -193,21 +195,21 @@ func (e *hookEnv) getEndpoint(t *testing.T, id string) *services.Endpoint {
 
 // DispatcherOpts configures a dispatcher under test.
 type DispatcherOpts struct {
-	Policy       *services.AddressPolicy // default: private addresses allowed
-	Schedule     []time.Duration         // default: services.RetrySchedule
+	Policy       *webhooks.AddressPolicy // default: private addresses allowed
+	Schedule     []time.Duration         // default: webhooks.RetrySchedule
 	DisableAfter time.Duration           // default: 5 days
 	PublicURL    string
 }
 
 // startDispatcher runs a dispatcher until the test ends. It polls every
 // 10 ms, since nothing wakes it in these tests.
-func startDispatcher(t *testing.T, st *services.Store, o DispatcherOpts) *services.Dispatcher {
+func startDispatcher(t *testing.T, st *services.Store, o DispatcherOpts) *webhooks.Dispatcher {
 	t.Helper()
-	policy := services.AddressPolicy{AllowPrivate: true}
+	policy := webhooks.AddressPolicy{AllowPrivate: true}
 	if o.Policy != nil {
 		policy = *o.Policy
 	}
-	d := services.NewDispatcher(st, slog.New(slog.DiscardHandler), policy)
+	d := webhooks.NewDispatcher(st, slog.New(slog.DiscardHandler), policy)
 	d.Poll = 10 * time.Millisecond
 	d.PublicURL = o.PublicURL
 	if o.Schedule != nil {
@@ -250,8 +252,8 @@ func TestTimedOutActionIsDelivered(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		rcv := newReceiver(t)
-		hooks := services.NewWebhooks(st, services.AddressPolicy{AllowPrivate: true})
-		ep, err := hooks.CreateEndpoint(ctx, admin(), services.EndpointInput{URL: &rcv.srv.URL, EventTypes: &[]record.EventType{record.EventTimedOut}})
+		hooks := webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true})
+		ep, err := hooks.CreateEndpoint(ctx, admin(), webhooks.EndpointInput{URL: &rcv.srv.URL, EventTypes: &[]record.EventType{record.EventTimedOut}})
 		require.NoError(t, err)
 		require.Regexp(t, `^whsec_`, ep.Secret)
 
@@ -262,7 +264,7 @@ func TestTimedOutActionIsDelivered(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 
-		d := services.NewDispatcher(st, slog.New(slog.DiscardHandler), services.AddressPolicy{AllowPrivate: true})
+		d := webhooks.NewDispatcher(st, slog.New(slog.DiscardHandler), webhooks.AddressPolicy{AllowPrivate: true})
 		dctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { d.Run(dctx); close(done) }()
@@ -285,7 +287,7 @@ func TestTimedOutActionIsDelivered(t *testing.T) {
 		ds, err := hooks.EndpointDeliveries(ctx, admin(), ep.ID, 10)
 		require.NoError(t, err)
 		require.Len(t, ds, 1)
-		require.Equal(t, services.DeliverySucceeded, ds[0].State)
+		require.Equal(t, webhooks.DeliverySucceeded, ds[0].State)
 		require.Equal(t, req.header.Get("webhook-id"), ds[0].WebhookID)
 		require.Len(t, ds[0].Attempts, 1)
 		require.Equal(t, 200, *ds[0].Attempts[0].StatusCode)
@@ -353,7 +355,7 @@ func TestSendTestDeliversWebhookTest(t *testing.T) {
 		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL, Events: []record.EventType{record.EventFailed}})
 		queued, err := e.hooks.SendTest(ctx, admin(), ep.ID)
 		require.NoError(t, err)
-		require.Equal(t, services.DeliveryPending, queued.State)
+		require.Equal(t, webhooks.DeliveryPending, queued.State)
 		require.Equal(t, record.EventTest, record.EventType(queued.EventType))
 		require.Nil(t, queued.ActionID)
 		startDispatcher(t, st, DispatcherOpts{})
@@ -365,7 +367,7 @@ func TestSendTestDeliversWebhookTest(t *testing.T) {
 		require.Equal(t, record.EventTest, m.Type)
 		require.Equal(t, ep.ID, *m.Data.Endpoint)
 		require.Nil(t, m.Data.Action)
-		d := e.waitDelivery(t, ep.ID, func(d *services.Delivery) bool { return d.State == services.DeliverySucceeded })
+		d := e.waitDelivery(t, ep.ID, func(d *webhooks.Delivery) bool { return d.State == webhooks.DeliverySucceeded })
 		require.Equal(t, queued.ID, d.ID)
 
 		_, err = e.hooks.SendTest(ctx, e.operator, ep.ID)
@@ -396,7 +398,7 @@ func TestFailingReceiverGetsTheSameMessageUntilItSucceeds(t *testing.T) {
 		e.timeOut(t, "k")
 		startDispatcher(t, st, DispatcherOpts{Schedule: fast})
 
-		d := e.waitDelivery(t, ep.ID, func(d *services.Delivery) bool { return d.State == services.DeliverySucceeded })
+		d := e.waitDelivery(t, ep.ID, func(d *webhooks.Delivery) bool { return d.State == webhooks.DeliverySucceeded })
 		reqs := rcv.got()
 		require.Len(t, reqs, 4)
 		for i, r := range reqs {
@@ -442,7 +444,7 @@ func TestDeliveryFailsWhenTheScheduleRunsOut(t *testing.T) {
 		e.timeOut(t, "k")
 		startDispatcher(t, st, DispatcherOpts{Schedule: fast[:2]})
 
-		d := e.waitDelivery(t, ep.ID, func(d *services.Delivery) bool { return d.State == services.DeliveryFailed })
+		d := e.waitDelivery(t, ep.ID, func(d *webhooks.Delivery) bool { return d.State == webhooks.DeliveryFailed })
 		require.Equal(t, 3, d.AttemptCount)
 		require.Len(t, d.Attempts, 3)
 		require.Equal(t, 502, *d.LastStatus)
@@ -471,7 +473,7 @@ func TestRetryAfterDelaysTheNextAttempt(t *testing.T) {
 			{date.Format(http.TimeFormat), time.Hour - 5*time.Second},
 		}
 		rcvs := make([]*receiver, len(cases))
-		eps := make([]*services.Endpoint, len(cases))
+		eps := make([]*webhooks.Endpoint, len(cases))
 		for i, c := range cases {
 			rcvs[i] = newReceiverWith(t, reply{status: 200}, reply{status: 503, header: map[string]string{"Retry-After": c.retryAfter}})
 			eps[i] = e.endpoint(t, EndpointOpts{URL: rcvs[i].srv.URL})
@@ -483,13 +485,13 @@ func TestRetryAfterDelaysTheNextAttempt(t *testing.T) {
 		startDispatcher(t, st, DispatcherOpts{Schedule: fast})
 
 		for i, c := range cases {
-			d := e.waitDelivery(t, eps[i].ID, func(d *services.Delivery) bool { return d.AttemptCount == 1 })
-			require.Equal(t, services.DeliveryPending, d.State)
+			d := e.waitDelivery(t, eps[i].ID, func(d *webhooks.Delivery) bool { return d.AttemptCount == 1 })
+			require.Equal(t, webhooks.DeliveryPending, d.State)
 			require.Equal(t, 503, *d.Attempts[0].StatusCode)
 			require.GreaterOrEqual(t, d.NextAttemptAt.Sub(d.Attempts[0].AttemptedAt), c.atLeast,
 				"Retry-After %q: next attempt at %s", c.retryAfter, d.NextAttemptAt)
 		}
-		d := e.waitDelivery(t, shortEP.ID, func(d *services.Delivery) bool { return d.State == services.DeliverySucceeded })
+		d := e.waitDelivery(t, shortEP.ID, func(d *webhooks.Delivery) bool { return d.State == webhooks.DeliverySucceeded })
 		require.Len(t, d.Attempts, 2)
 		require.GreaterOrEqual(t, d.Attempts[1].AttemptedAt.Sub(d.Attempts[0].AttemptedAt), time.Second)
 		for i := range cases {
@@ -509,7 +511,7 @@ func TestGoneDisablesTheEndpoint(t *testing.T) {
 		e.timeOut(t, "k1")
 		startDispatcher(t, st, DispatcherOpts{Schedule: fast})
 
-		d := e.waitDelivery(t, ep.ID, func(d *services.Delivery) bool { return d.State == services.DeliveryFailed })
+		d := e.waitDelivery(t, ep.ID, func(d *webhooks.Delivery) bool { return d.State == webhooks.DeliveryFailed })
 		require.Equal(t, 1, d.AttemptCount)
 		require.Equal(t, 410, *d.Attempts[0].StatusCode)
 		got := e.getEndpoint(t, ep.ID)
@@ -543,7 +545,7 @@ func TestFailingEndpointIsDisabledAfterDisableAfter(t *testing.T) {
 		require.NotNil(t, got.FailingSince)
 		require.Equal(t, "failing without a success since "+got.FailingSince.Format(time.RFC3339), *got.DisabledReason)
 		d := e.deliveries(t, ep.ID)[0]
-		require.Equal(t, services.DeliveryPending, d.State, "the message waits for the endpoint to come back")
+		require.Equal(t, webhooks.DeliveryPending, d.State, "the message waits for the endpoint to come back")
 		require.GreaterOrEqual(t, d.AttemptCount, 2)
 		require.Less(t, d.AttemptCount, 8)
 		sent := len(rcv.got())
@@ -552,12 +554,12 @@ func TestFailingEndpointIsDisabledAfterDisableAfter(t *testing.T) {
 		require.Len(t, rcv.got(), sent, "nothing is sent to a disabled endpoint")
 
 		rcv.setFallback(reply{status: 200})
-		enabled, err := e.hooks.UpdateEndpoint(ctx, admin(), ep.ID, services.EndpointInput{Enabled: new(true)})
+		enabled, err := e.hooks.UpdateEndpoint(ctx, admin(), ep.ID, webhooks.EndpointInput{Enabled: new(true)})
 		require.NoError(t, err)
 		require.True(t, enabled.Enabled)
 		require.Nil(t, enabled.DisabledReason)
 		require.Nil(t, enabled.FailingSince)
-		d = e.waitDelivery(t, ep.ID, func(d *services.Delivery) bool { return d.State == services.DeliverySucceeded })
+		d = e.waitDelivery(t, ep.ID, func(d *webhooks.Delivery) bool { return d.State == webhooks.DeliverySucceeded })
 		require.Equal(t, sent+1, d.AttemptCount)
 	})
 }
@@ -572,7 +574,7 @@ func TestDisabledEndpointGetsNothingUntilEnabled(t *testing.T) {
 		rcv := newReceiver(t)
 		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL})
 		first := e.timeOut(t, "before")
-		off, err := e.hooks.UpdateEndpoint(ctx, admin(), ep.ID, services.EndpointInput{Enabled: new(false)})
+		off, err := e.hooks.UpdateEndpoint(ctx, admin(), ep.ID, webhooks.EndpointInput{Enabled: new(false)})
 		require.NoError(t, err)
 		require.False(t, off.Enabled)
 		require.Equal(t, "disabled by an admin", *off.DisabledReason)
@@ -583,9 +585,9 @@ func TestDisabledEndpointGetsNothingUntilEnabled(t *testing.T) {
 		require.Empty(t, rcv.got())
 		ds := e.deliveries(t, ep.ID)
 		require.Len(t, ds, 1, "alerts written while disabled are not queued")
-		require.Equal(t, services.DeliveryPending, ds[0].State)
+		require.Equal(t, webhooks.DeliveryPending, ds[0].State)
 
-		_, err = e.hooks.UpdateEndpoint(ctx, admin(), ep.ID, services.EndpointInput{Enabled: new(true)})
+		_, err = e.hooks.UpdateEndpoint(ctx, admin(), ep.ID, webhooks.EndpointInput{Enabled: new(true)})
 		require.NoError(t, err)
 		r := rcv.waitRequests(t, 1)[0]
 		require.Equal(t, first.ID, messageOf(t, r).Data.Action.ID)
@@ -605,20 +607,20 @@ func TestRedeliverKeepsTheWebhookID(t *testing.T) {
 		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL})
 		e.timeOut(t, "k")
 		startDispatcher(t, st, DispatcherOpts{})
-		old := e.waitDelivery(t, ep.ID, func(d *services.Delivery) bool { return d.State == services.DeliverySucceeded })
+		old := e.waitDelivery(t, ep.ID, func(d *webhooks.Delivery) bool { return d.State == webhooks.DeliverySucceeded })
 
 		again, err := e.hooks.Redeliver(ctx, admin(), old.ID)
 		require.NoError(t, err)
 		require.NotEqual(t, old.ID, again.ID)
 		require.Equal(t, old.WebhookID, again.WebhookID)
 		require.Equal(t, old.MessageID, again.MessageID)
-		require.Equal(t, services.DeliveryPending, again.State)
+		require.Equal(t, webhooks.DeliveryPending, again.State)
 
 		reqs := rcv.waitRequests(t, 2)
 		require.Equal(t, reqs[0].header.Get("webhook-id"), reqs[1].header.Get("webhook-id"))
 		require.Equal(t, reqs[0].body, reqs[1].body)
 		require.NoError(t, verify(ep.Secret, reqs[1]))
-		newest := e.waitDelivery(t, ep.ID, func(d *services.Delivery) bool { return d.State == services.DeliverySucceeded })
+		newest := e.waitDelivery(t, ep.ID, func(d *webhooks.Delivery) bool { return d.State == webhooks.DeliverySucceeded })
 		require.Equal(t, again.ID, newest.ID)
 		require.Len(t, e.deliveries(t, ep.ID), 2)
 
@@ -637,7 +639,7 @@ func TestSlackFormat(t *testing.T) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
 		rcv := newReceiver(t)
-		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL, Format: services.FormatSlack,
+		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL, Format: webhooks.FormatSlack,
 			Events: []record.EventType{record.EventTimedOut, record.EventDecided}})
 		key := `refund:<b>&"x"`
 		raw := fmt.Sprintf(`{"key":%q,"type":"intent","tool":"pay<!channel>","reference":"<!here> & co","timeout":1}`, key)
@@ -694,12 +696,12 @@ func TestEndpointManagement(t *testing.T) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
 		url := "http://127.0.0.1:9/hook"
-		ep, err := e.hooks.CreateEndpoint(ctx, admin(), services.EndpointInput{URL: &url,
+		ep, err := e.hooks.CreateEndpoint(ctx, admin(), webhooks.EndpointInput{URL: &url,
 			EventTypes: &[]record.EventType{record.EventTimedOut, record.EventDecided, record.EventTimedOut}})
 		require.NoError(t, err)
 		require.Equal(t, []record.EventType{record.EventDecided, record.EventTimedOut}, ep.EventTypes, "sorted, without duplicates")
 		require.Equal(t, []string{}, ep.Namespaces)
-		require.Equal(t, services.FormatStandard, ep.Format)
+		require.Equal(t, webhooks.FormatStandard, ep.Format)
 		require.True(t, ep.Enabled)
 		require.Nil(t, ep.DisabledReason)
 
@@ -709,17 +711,17 @@ func TestEndpointManagement(t *testing.T) {
 		require.Equal(t, ep.ID, list[0].ID)
 		require.Empty(t, list[0].Secret)
 
-		desc, slack := "on-call", services.FormatSlack
-		changed, err := e.hooks.UpdateEndpoint(ctx, admin(), ep.ID, services.EndpointInput{
+		desc, slack := "on-call", webhooks.FormatSlack
+		changed, err := e.hooks.UpdateEndpoint(ctx, admin(), ep.ID, webhooks.EndpointInput{
 			Description: &desc, Format: &slack, Namespaces: &[]string{e.ns}})
 		require.NoError(t, err)
 		require.Equal(t, "on-call", changed.Description)
-		require.Equal(t, services.FormatSlack, changed.Format)
+		require.Equal(t, webhooks.FormatSlack, changed.Format)
 		require.Equal(t, []string{e.ns}, changed.Namespaces)
 		require.Equal(t, ep.EventTypes, changed.EventTypes, "fields not sent are kept")
 		require.Empty(t, changed.Secret)
 
-		for name, in := range map[string]services.EndpointInput{
+		for name, in := range map[string]webhooks.EndpointInput{
 			"no url":        {EventTypes: &[]record.EventType{record.EventTimedOut}},
 			"no events":     {URL: &url, EventTypes: &[]record.EventType{}},
 			"unknown event": {URL: &url, EventTypes: &[]record.EventType{"action.done"}},
@@ -730,7 +732,7 @@ func TestEndpointManagement(t *testing.T) {
 			_, err := e.hooks.CreateEndpoint(ctx, admin(), in)
 			requireCode(t, services.CodeInvalid, err, name)
 		}
-		_, err = e.hooks.CreateEndpoint(ctx, e.operator, services.EndpointInput{URL: &url, EventTypes: &[]record.EventType{record.EventTimedOut}})
+		_, err = e.hooks.CreateEndpoint(ctx, e.operator, webhooks.EndpointInput{URL: &url, EventTypes: &[]record.EventType{record.EventTimedOut}})
 		requireCode(t, services.CodeForbidden, err)
 		_, err = e.hooks.Endpoints(ctx, e.agent)
 		requireCode(t, services.CodeForbidden, err)
@@ -754,10 +756,10 @@ func TestQueueStats(t *testing.T) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
 		ep := e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/"})
-		d := services.NewDispatcher(st, slog.New(slog.DiscardHandler), services.AddressPolicy{})
+		d := webhooks.NewDispatcher(st, slog.New(slog.DiscardHandler), webhooks.AddressPolicy{})
 		q, err := d.Queue(ctx)
 		require.NoError(t, err)
-		require.Equal(t, services.QueueStats{}, q)
+		require.Equal(t, webhooks.QueueStats{}, q)
 		_, err = e.hooks.SendTest(ctx, admin(), ep.ID)
 		require.NoError(t, err)
 		time.Sleep(20 * time.Millisecond)
@@ -767,11 +769,11 @@ func TestQueueStats(t *testing.T) {
 		require.Greater(t, q.OldestPendingAge, 10*time.Millisecond)
 		require.Less(t, q.OldestPendingAge, time.Minute)
 
-		_, err = e.hooks.UpdateEndpoint(ctx, admin(), ep.ID, services.EndpointInput{Enabled: new(false)})
+		_, err = e.hooks.UpdateEndpoint(ctx, admin(), ep.ID, webhooks.EndpointInput{Enabled: new(false)})
 		require.NoError(t, err)
 		q, err = d.Queue(ctx)
 		require.NoError(t, err)
-		require.Equal(t, services.QueueStats{}, q, "a disabled endpoint's deliveries wait for an admin, not for the dispatcher")
+		require.Equal(t, webhooks.QueueStats{}, q, "a disabled endpoint's deliveries wait for an admin, not for the dispatcher")
 	})
 }
 
@@ -802,7 +804,7 @@ func TestSlowEndpointDoesNotHoldUpOthers(t *testing.T) {
 		_, err := e.hooks.SendTest(ctx, admin(), fastEP.ID)
 		require.NoError(t, err)
 
-		d := services.NewDispatcher(st, slog.New(slog.DiscardHandler), services.AddressPolicy{AllowPrivate: true})
+		d := webhooks.NewDispatcher(st, slog.New(slog.DiscardHandler), webhooks.AddressPolicy{AllowPrivate: true})
 		d.Poll, d.Workers, d.PerEndpoint = 10*time.Millisecond, 4, 2
 		dctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
@@ -901,7 +903,7 @@ func TestClaimTakesOnlyFreeSlots(t *testing.T) {
 		}
 		maxLeased := logLeases(t, st)
 
-		d := services.NewDispatcher(st, slog.New(slog.DiscardHandler), services.AddressPolicy{AllowPrivate: true})
+		d := webhooks.NewDispatcher(st, slog.New(slog.DiscardHandler), webhooks.AddressPolicy{AllowPrivate: true})
 		d.Poll, d.Workers, d.PerEndpoint = 10*time.Millisecond, 5, 3
 		dctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
@@ -940,7 +942,7 @@ func TestClaimTakesOnlyFreeSlots(t *testing.T) {
 		for _, ep := range []string{epA.ID, epB.ID} {
 			require.Eventually(t, func() bool {
 				for _, d := range e.deliveries(t, ep) {
-					if d.State != services.DeliverySucceeded {
+					if d.State != webhooks.DeliverySucceeded {
 						return false
 					}
 				}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
+
 	"github.com/arbiter-ledger/arbiter/services/record"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -27,7 +29,7 @@ type ActionView struct {
 	Conflict *DecisionConflict
 	// Deliveries are the webhook deliveries the action's changes caused,
 	// newest first.
-	Deliveries []*services.Delivery
+	Deliveries []*webhooks.Delivery
 }
 
 // DecisionForm is what the operator typed, kept when a decision is refused

@@ -7,14 +7,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/arbiter-ledger/arbiter/services/record"
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
 
-	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // WebhooksView is the list of webhook endpoints.
 type WebhooksView struct {
-	Endpoints []*services.Endpoint
+	Endpoints []*webhooks.Endpoint
 	Now       time.Time
 }
 
@@ -30,7 +30,7 @@ type WebhookForm struct {
 }
 
 // WebhookFormFor fills the form with an endpoint's settings.
-func WebhookFormFor(ep *services.Endpoint) WebhookForm {
+func WebhookFormFor(ep *webhooks.Endpoint) WebhookForm {
 	return WebhookForm{URL: ep.URL, Events: eventNames(ep.EventTypes), Namespaces: strings.Join(ep.Namespaces, ", "),
 		Format: ep.Format, Description: ep.Description}
 }
@@ -38,8 +38,8 @@ func WebhookFormFor(ep *services.Endpoint) WebhookForm {
 // WebhookView is one endpoint's page: its settings, the edit form and its
 // deliveries.
 type WebhookView struct {
-	Endpoint   *services.Endpoint
-	Deliveries []*services.Delivery
+	Endpoint   *webhooks.Endpoint
+	Deliveries []*webhooks.Delivery
 	Form       WebhookForm
 	Now        time.Time
 	CSRF       string
@@ -53,7 +53,7 @@ type WebhookView struct {
 // WebhookDeliveriesView is the deliveries section, also sent alone to htmx.
 type WebhookDeliveriesView struct {
 	EndpointID string
-	Deliveries []*services.Delivery
+	Deliveries []*webhooks.Delivery
 	Now        time.Time
 	CSRF       string
 	// Notice confirms what htmx just did (a test sent, a redelivery queued).
@@ -68,7 +68,7 @@ func (v WebhookView) DeliveriesView() WebhookDeliveriesView {
 // pending reports whether any delivery is still on its way, so the section
 // refreshes itself.
 func (v WebhookDeliveriesView) pending() bool {
-	return slices.ContainsFunc(v.Deliveries, func(d *services.Delivery) bool { return d.State == services.DeliveryPending })
+	return slices.ContainsFunc(v.Deliveries, func(d *webhooks.Delivery) bool { return d.State == webhooks.DeliveryPending })
 }
 
 // webhookEvents are the events an endpoint can subscribe to, with when each

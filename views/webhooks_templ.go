@@ -10,11 +10,10 @@ import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
 import (
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
 	"slices"
 	"strconv"
 	"time"
-
-	"github.com/arbiter-ledger/arbiter/services"
 )
 
 // Webhooks lists the webhook endpoints: where alerts go, which, and whether
@@ -83,7 +82,7 @@ func Webhooks(p Page, v WebhooksView) templ.Component {
 	})
 }
 
-func webhookRow(ep *services.Endpoint, now time.Time) templ.Component {
+func webhookRow(ep *webhooks.Endpoint, now time.Time) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -242,7 +241,7 @@ func webhookRow(ep *services.Endpoint, now time.Time) templ.Component {
 	})
 }
 
-func webhookState(ep *services.Endpoint) templ.Component {
+func webhookState(ep *webhooks.Endpoint) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1254,7 +1253,7 @@ func WebhookDeliveries(v WebhookDeliveriesView) templ.Component {
 	})
 }
 
-func webhookDelivery(d *services.Delivery, v WebhookDeliveriesView) templ.Component {
+func webhookDelivery(d *webhooks.Delivery, v WebhookDeliveriesView) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1602,7 +1601,7 @@ func webhookDelivery(d *services.Delivery, v WebhookDeliveriesView) templ.Compon
 
 // WebhookDelete asks for confirmation before an endpoint is deleted; it
 // works without JavaScript.
-func WebhookDelete(p Page, ep *services.Endpoint) templ.Component {
+func WebhookDelete(p Page, ep *webhooks.Endpoint) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

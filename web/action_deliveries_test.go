@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
+
 	"github.com/arbiter-ledger/arbiter/services/record"
 
 	"github.com/stretchr/testify/require"
@@ -19,9 +21,9 @@ func TestActionPageShowsDeliveries(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		d := newDetailEnv(t, st)
 		url := "http://127.0.0.1:9/hook"
-		_, err := services.NewWebhooks(st, services.AddressPolicy{AllowPrivate: true}).CreateEndpoint(context.Background(),
+		_, err := webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}).CreateEndpoint(context.Background(),
 			services.Principal{Kind: "api_key", Role: services.RoleAdmin, Name: "root"},
-			services.EndpointInput{URL: &url, EventTypes: &[]record.EventType{record.EventTimedOut}})
+			webhooks.EndpointInput{URL: &url, EventTypes: &[]record.EventType{record.EventTimedOut}})
 		require.NoError(t, err)
 
 		quiet := d.start("refund:quiet", "keyed", 300, `{}`)

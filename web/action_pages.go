@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
+
 	"github.com/arbiter-ledger/arbiter/services/record"
 
 	"github.com/labstack/echo/v4"
@@ -32,7 +35,7 @@ type actionPages struct {
 
 // deliveryReader lists the webhook deliveries an action caused.
 type deliveryReader interface {
-	ActionDeliveries(ctx context.Context, p services.Principal, a *record.Action) ([]*services.Delivery, error)
+	ActionDeliveries(ctx context.Context, p services.Principal, a *record.Action) ([]*webhooks.Delivery, error)
 }
 
 func newActionPages(dash *dashboard, d Deps) *actionPages {
@@ -130,7 +133,7 @@ func (h *actionPages) view(c echo.Context) (views.ActionView, error) {
 	}
 	if s, ok := currentSession(c); ok {
 		v.CSRF = s.CSRF
-		v.CanDecide = services.UserPrincipal(s.User).CanDecide()
+		v.CanDecide = accounts.UserPrincipal(s.User).CanDecide()
 	}
 	return v, nil
 }

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/arbiter-ledger/arbiter/models"
@@ -48,7 +50,7 @@ func adminKey(k models.APIKey) views.AdminKey {
 func (h *adminPages) createKey(c echo.Context) error {
 	form := views.KeyForm{Namespace: strings.TrimSpace(c.FormValue("namespace")),
 		Name: strings.TrimSpace(c.FormValue("name")), Role: c.FormValue("role")}
-	m, secret, err := h.apiKeys.CreateKey(c.Request().Context(), services.CreateKeyRequest{
+	m, secret, err := h.apiKeys.CreateKey(c.Request().Context(), accounts.CreateKeyRequest{
 		Namespace: form.Namespace, Name: form.Name, Role: services.Role(form.Role)})
 	if err != nil {
 		return refused(c, err, func(status int, msg string) error {

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -15,8 +17,8 @@ import (
 // in admin_keys.go, the user pages in admin_users.go.
 type adminPages struct {
 	*dashboard
-	apiKeys  *services.Keys
-	accounts *services.Accounts
+	apiKeys  *accounts.Keys
+	accounts *accounts.Accounts
 	// publicURL is where agents reach the API, for the example command shown
 	// with a new key; the request's own host when unset.
 	publicURL string
@@ -39,7 +41,7 @@ func (h *adminPages) showNamespaces(c echo.Context, status int, form views.Names
 	if err != nil {
 		return err
 	}
-	v := views.AdminNamespacesView{ActionsCap: services.NamespaceActionsCap, Form: form}
+	v := views.AdminNamespacesView{ActionsCap: accounts.NamespaceActionsCap, Form: form}
 	for _, n := range list {
 		v.Namespaces = append(v.Namespaces, views.AdminNamespace{Name: n.Name, CreatedAt: n.CreatedAt,
 			ActiveKeys: n.ActiveKeys, Actions: n.Actions})

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+
 	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
 
@@ -31,7 +33,7 @@ func (e *env) admin(email string) *browser {
 
 func userID(t *testing.T, st *services.Store, email string) string {
 	t.Helper()
-	u, err := services.NewAccounts(st).UserByEmail(context.Background(), email)
+	u, err := accounts.New(st).UserByEmail(context.Background(), email)
 	require.NoError(t, err)
 	return u.ID
 }
@@ -75,10 +77,10 @@ func TestAdminRoutesAreForAdminsOnly(t *testing.T) {
 			p := b.get("/admin/users")
 			require.Empty(t, p.doc.Find(`header a[href="/admin/namespaces"]`).Nodes, "no admin link for %s", role)
 		}
-		keys, err := services.NewKeys(st).Namespaces(context.Background())
+		keys, err := accounts.NewKeys(st).Namespaces(context.Background())
 		require.NoError(t, err)
 		require.Empty(t, keys, "nothing was created")
-		u, err := services.NewAccounts(st).User(context.Background(), id)
+		u, err := accounts.New(st).User(context.Background(), id)
 		require.NoError(t, err)
 		require.Equal(t, "admin", u.Role)
 		require.Nil(t, u.DisabledAt)
@@ -127,7 +129,7 @@ func TestAdminNamespaces(t *testing.T) {
 		// Keys and actions are counted.
 		agent := e.key("payments", "refund-bot", services.RoleAgent)
 		e.key("payments", "old-bot", services.RoleAgent)
-		_, err := services.NewKeys(st).RevokeKey(context.Background(), e.key("payments", "gone", services.RoleReader))
+		_, err := accounts.NewKeys(st).RevokeKey(context.Background(), e.key("payments", "gone", services.RoleReader))
 		require.NoError(t, err)
 		status, body := e.do("POST", "/v1/entries", agent, `{"key":"refund:1","type":"intent","tool":"payments.refund","effect":"keyed"}`)
 		require.Equal(t, http.StatusCreated, status, "%v", body)
@@ -204,7 +206,7 @@ func TestAdminKeys(t *testing.T) {
 		require.Equal(t, "active", strings.TrimSpace(row.Find(`[data-testid=key-state] .status`).Text()))
 		require.Equal(t, 1, p.doc.Find(`#key-namespace-options option[value=payments]`).Length(), "existing namespaces are offered")
 
-		stored, err := services.NewKeys(st).ListKeys(context.Background())
+		stored, err := accounts.NewKeys(st).ListKeys(context.Background())
 		require.NoError(t, err)
 		require.Len(t, stored, 1)
 		require.Equal(t, secret[:11], stored[0].Prefix)
@@ -426,7 +428,7 @@ func TestAdminCannotLockThemselvesOut(t *testing.T) {
 
 		p = b.get("/admin/users")
 		require.Equal(t, http.StatusOK, p.status, "still an admin, still signed in")
-		u, err := services.NewAccounts(st).User(context.Background(), me)
+		u, err := accounts.New(st).User(context.Background(), me)
 		require.NoError(t, err)
 		require.Equal(t, "admin", u.Role)
 		require.Nil(t, u.DisabledAt)

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
@@ -27,7 +29,7 @@ func (h *adminPages) showUsers(c echo.Context, status int, v views.AdminUsersVie
 		v.Users = append(v.Users, views.AdminUser{ID: u.ID, Email: u.Email, Role: u.Role, CreatedAt: u.CreatedAt,
 			DisabledAt: u.DisabledAt, Me: u.ID == me.ID})
 	}
-	v.MinPassword, v.MaxPassword = services.MinPasswordChars, services.MaxPasswordChars
+	v.MinPassword, v.MaxPassword = accounts.MinPasswordChars, accounts.MaxPasswordChars
 	if v.Form.Role == "" {
 		v.Form.Role = string(services.RoleViewer)
 	}

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -31,15 +34,15 @@ func newEnv(t *testing.T, st *services.Store) *env {
 }
 
 // newEnvWith starts a server whose account service is adjusted by tune.
-func newEnvWith(t *testing.T, st *services.Store, tune func(*services.Accounts)) *env {
+func newEnvWith(t *testing.T, st *services.Store, tune func(*accounts.Accounts)) *env {
 	t.Helper()
 	logs := &bytes.Buffer{}
 	ledger := services.NewLedger(st)
-	accounts := services.NewAccounts(st)
+	accts := accounts.New(st)
 	if tune != nil {
-		tune(accounts)
+		tune(accts)
 	}
-	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: services.NewKeys(st), Accounts: accounts, Webhooks: services.NewWebhooks(st, services.AddressPolicy{AllowPrivate: true}),
+	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accts, Webhooks: webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}),
 		Metrics: web.NewMetrics(ledger.CountByStatus), Log: slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -49,7 +52,7 @@ func newEnvWith(t *testing.T, st *services.Store, tune func(*services.Accounts))
 // key creates an API key and returns its secret.
 func (e *env) key(ns, name string, role services.Role) string {
 	e.t.Helper()
-	_, secret, err := services.NewKeys(e.st).CreateKey(context.Background(), services.CreateKeyRequest{Namespace: ns, Name: name, Role: role})
+	_, secret, err := accounts.NewKeys(e.st).CreateKey(context.Background(), accounts.CreateKeyRequest{Namespace: ns, Name: name, Role: role})
 	require.NoError(e.t, err)
 	return secret
 }
@@ -220,7 +223,7 @@ func TestAuthAndIsolation(t *testing.T) {
 		require.Equal(t, 200, status)
 		require.Empty(t, m["actions"])
 
-		_, err := services.NewKeys(st).RevokeKey(context.Background(), agent[:11])
+		_, err := accounts.NewKeys(st).RevokeKey(context.Background(), agent[:11])
 		require.NoError(t, err)
 		status, m = e.do("GET", "/v1/actions/"+id, agent, "")
 		require.Equal(t, 401, status)

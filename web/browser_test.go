@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+
 	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
 
@@ -35,7 +37,7 @@ func (e *env) browser() *browser {
 func (e *env) user(email string, role services.Role) string {
 	e.t.Helper()
 	pw := "correct horse battery " + string(role)
-	_, err := services.NewAccounts(e.st).CreateUser(context.Background(), email, role, pw)
+	_, err := accounts.New(e.st).CreateUser(context.Background(), email, role, pw)
 	require.NoError(e.t, err)
 	return pw
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
+
 	"github.com/arbiter-ledger/arbiter/services/record"
 
 	"github.com/chromedp/chromedp"
@@ -24,9 +26,9 @@ func TestBrowserWebhookTestEvent(t *testing.T) {
 	pw := e.user("root@example.com", services.RoleAdmin)
 	sink := newHookSink(t, http.StatusOK)
 	u := sink.srv.URL + "/hook"
-	ep, err := services.NewWebhooks(st, services.AddressPolicy{AllowPrivate: true}).CreateEndpoint(context.Background(),
+	ep, err := webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}).CreateEndpoint(context.Background(),
 		services.Principal{Kind: "api_key", Name: "root", Role: services.RoleAdmin},
-		services.EndpointInput{URL: &u, EventTypes: &[]record.EventType{record.EventTimedOut}})
+		webhooks.EndpointInput{URL: &u, EventTypes: &[]record.EventType{record.EventTimedOut}})
 	require.NoError(t, err)
 
 	tb := newTab(t, true)

@@ -10,6 +10,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -26,11 +29,11 @@ func FuzzEntriesHandler(f *testing.F) {
 	st := dbtest.Open(f, services.SQLite)
 	logs := &lockedBuffer{}
 	ledger := services.NewLedger(st)
-	keys := services.NewKeys(st)
-	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: keys, Accounts: services.NewAccounts(st),
-		Webhooks: services.NewWebhooks(st, services.AddressPolicy{}), Metrics: web.NewMetrics(ledger.CountByStatus),
+	keys := accounts.NewKeys(st)
+	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: keys, Accounts: accounts.New(st),
+		Webhooks: webhooks.New(st, webhooks.AddressPolicy{}), Metrics: web.NewMetrics(ledger.CountByStatus),
 		Log: slog.New(slog.NewTextHandler(logs, nil))})
-	_, secret, err := keys.CreateKey(context.Background(), services.CreateKeyRequest{Namespace: "fuzz", Name: "fuzzer", Role: services.RoleAgent})
+	_, secret, err := keys.CreateKey(context.Background(), accounts.CreateKeyRequest{Namespace: "fuzz", Name: "fuzzer", Role: services.RoleAgent})
 	require.NoError(f, err)
 
 	f.Fuzz(func(t *testing.T, body []byte) {

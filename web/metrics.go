@@ -5,12 +5,12 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
+
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/arbiter-ledger/arbiter/services"
 )
 
 // Metrics are the Prometheus series Arbiter exports at /metrics. Each server
@@ -27,7 +27,7 @@ type Metrics struct {
 
 	deliveries *prometheus.CounterVec
 	sendTime   prometheus.Histogram
-	queueSrc   func(ctx context.Context) (services.QueueStats, error)
+	queueSrc   func(ctx context.Context) (webhooks.QueueStats, error)
 }
 
 // NewMetrics registers Arbiter's series. countByStatus feeds the
@@ -79,7 +79,7 @@ var (
 )
 
 // WatchQueue feeds the webhook queue gauges at scrape time.
-func (m *Metrics) WatchQueue(fn func(ctx context.Context) (services.QueueStats, error)) {
+func (m *Metrics) WatchQueue(fn func(ctx context.Context) (webhooks.QueueStats, error)) {
 	m.queueSrc = fn
 }
 

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -44,7 +47,7 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 	}
 	st := dbtest.Open(t, services.SQLite)
 	ledger := services.NewLedger(st)
-	e := web.New(web.Deps{Store: st, Ledger: ledger, Keys: services.NewKeys(st), Accounts: services.NewAccounts(st), Webhooks: services.NewWebhooks(st, services.AddressPolicy{}),
+	e := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st), Webhooks: webhooks.New(st, webhooks.AddressPolicy{}),
 		Metrics: web.NewMetrics(ledger.CountByStatus), Log: slog.New(slog.DiscardHandler)})
 	served := []string{}
 	for _, r := range e.Routes() {

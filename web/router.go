@@ -4,6 +4,9 @@ import (
 	"log/slog"
 	"slices"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
+
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
@@ -14,9 +17,9 @@ import (
 type Deps struct {
 	Store    *services.Store
 	Ledger   *services.Ledger
-	Keys     *services.Keys
-	Accounts *services.Accounts
-	Webhooks *services.Webhooks
+	Keys     *accounts.Keys
+	Accounts *accounts.Accounts
+	Webhooks *webhooks.Webhooks
 	Metrics  *Metrics
 	Log      *slog.Logger
 	// SecureCookies makes session cookies Secure with the __Host- prefix;

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/arbiter-ledger/arbiter/models"
@@ -17,8 +19,8 @@ import (
 
 // sessionStore is what the dashboard's session handling needs.
 type sessionStore interface {
-	Session(ctx context.Context, token string) (services.Session, error)
-	SignIn(ctx context.Context, email, password, address, userAgent string) (services.Session, error)
+	Session(ctx context.Context, token string) (accounts.Session, error)
+	SignIn(ctx context.Context, email, password, address, userAgent string) (accounts.Session, error)
 	SignOut(ctx context.Context, token string) error
 }
 
@@ -79,15 +81,15 @@ func loadSession(store sessionStore, k cookies) echo.MiddlewareFunc {
 				return err
 			default:
 				c.Set(sessionKey, s)
-				c.Set(principalKey, services.UserPrincipal(s.User))
+				c.Set(principalKey, accounts.UserPrincipal(s.User))
 			}
 			return next(c)
 		}
 	}
 }
 
-func currentSession(c echo.Context) (services.Session, bool) {
-	s, ok := c.Get(sessionKey).(services.Session)
+func currentSession(c echo.Context) (accounts.Session, bool) {
+	s, ok := c.Get(sessionKey).(accounts.Session)
 	return s, ok
 }
 

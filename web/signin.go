@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -32,7 +34,7 @@ func (h *signinPages) form(c echo.Context) error {
 // show renders the form with a fresh pre-session CSRF token, kept in a
 // cookie and echoed by the form (double submit).
 func (h *signinPages) show(c echo.Context, status int, email, next, errMsg string) error {
-	token := services.RandomToken(32)
+	token := accounts.RandomToken(32)
 	h.cookies.set(c, signinCookie, token, 30*time.Minute)
 	p := h.pageFor(c, "Sign in", "")
 	p.CSRF = token

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -109,7 +111,7 @@ func TestCSRFAndSessionExpiry(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, p.status, "a cross-site POST is refused even with the token")
 
 	// Idle timeout.
-	short := newEnvWith(t, st, func(a *services.Accounts) { a.IdleTimeout = 300 * time.Millisecond })
+	short := newEnvWith(t, st, func(a *accounts.Accounts) { a.IdleTimeout = 300 * time.Millisecond })
 	b = short.browser()
 	b.signIn("ops@example.com", pw)
 	time.Sleep(400 * time.Millisecond)
@@ -117,7 +119,7 @@ func TestCSRFAndSessionExpiry(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, p.status, "an idle session has expired")
 
 	// Absolute timeout.
-	short = newEnvWith(t, st, func(a *services.Accounts) { a.AbsoluteTimeout = 300 * time.Millisecond })
+	short = newEnvWith(t, st, func(a *accounts.Accounts) { a.AbsoluteTimeout = 300 * time.Millisecond })
 	b = short.browser()
 	b.signIn("ops@example.com", pw)
 	time.Sleep(400 * time.Millisecond)

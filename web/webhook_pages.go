@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
+
 	"github.com/arbiter-ledger/arbiter/services/record"
 
 	"github.com/labstack/echo/v4"
@@ -42,14 +44,14 @@ func (h *webhookPages) list(c echo.Context) error {
 
 func (h *webhookPages) newForm(c echo.Context) error {
 	return render(c, http.StatusOK, views.WebhookNew(h.pageFor(c, "New webhook endpoint", "admin"),
-		views.WebhookForm{Events: []string{string(record.EventTimedOut)}, Format: services.FormatStandard}))
+		views.WebhookForm{Events: []string{string(record.EventTimedOut)}, Format: webhooks.FormatStandard}))
 }
 
 // webhookForm reads the endpoint form, as typed and as service input.
-func webhookForm(c echo.Context) (views.WebhookForm, services.EndpointInput, error) {
+func webhookForm(c echo.Context) (views.WebhookForm, webhooks.EndpointInput, error) {
 	params, err := c.FormParams()
 	if err != nil {
-		return views.WebhookForm{}, services.EndpointInput{}, services.Errorf(services.CodeInvalid, "unreadable form: %v", err)
+		return views.WebhookForm{}, webhooks.EndpointInput{}, services.Errorf(services.CodeInvalid, "unreadable form: %v", err)
 	}
 	f := views.WebhookForm{URL: strings.TrimSpace(params.Get("url")), Events: params["event_types"],
 		Namespaces: params.Get("namespaces"), Format: params.Get("format"), Description: strings.TrimSpace(params.Get("description"))}
@@ -61,7 +63,7 @@ func webhookForm(c echo.Context) (views.WebhookForm, services.EndpointInput, err
 	if namespaces == nil {
 		namespaces = []string{}
 	}
-	in := services.EndpointInput{URL: &f.URL, EventTypes: &events, Namespaces: &namespaces, Format: &f.Format, Description: &f.Description}
+	in := webhooks.EndpointInput{URL: &f.URL, EventTypes: &events, Namespaces: &namespaces, Format: &f.Format, Description: &f.Description}
 	return f, in, nil
 }
 
@@ -98,7 +100,7 @@ func (h *webhookPages) show(c echo.Context) error {
 
 // showEndpoint renders an endpoint's page with its deliveries; tune adds
 // what this answer alone shows (a secret, a refused form).
-func (h *webhookPages) showEndpoint(c echo.Context, status int, ep *services.Endpoint, tune func(*views.WebhookView)) error {
+func (h *webhookPages) showEndpoint(c echo.Context, status int, ep *webhooks.Endpoint, tune func(*views.WebhookView)) error {
 	ds, err := h.hooks.EndpointDeliveries(c.Request().Context(), principal(c), ep.ID, deliveriesShown)
 	if err != nil {
 		return err
@@ -136,7 +138,7 @@ func (h *webhookPages) deliveriesFragment(c echo.Context, endpointID, notice str
 func (h *webhookPages) update(c echo.Context) error {
 	ctx, id := c.Request().Context(), c.Param("id")
 	var (
-		in   services.EndpointInput
+		in   webhooks.EndpointInput
 		form views.WebhookForm
 	)
 	settings := c.FormValue("edit") == "settings"

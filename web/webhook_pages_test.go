@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
+
 	"github.com/PuerkitoBio/goquery"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
@@ -65,7 +67,7 @@ func (s *hookSink) wait(t *testing.T, n int) ([]*http.Request, [][]byte) {
 // runDispatcher sends deliveries until the test ends.
 func runDispatcher(t *testing.T, st *services.Store) {
 	t.Helper()
-	d := services.NewDispatcher(st, slog.New(slog.DiscardHandler), services.AddressPolicy{AllowPrivate: true})
+	d := webhooks.NewDispatcher(st, slog.New(slog.DiscardHandler), webhooks.AddressPolicy{AllowPrivate: true})
 	d.Poll = 10 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -101,9 +103,9 @@ func TestWebhookPagesAreForAdminsOnly(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		e := newEnv(t, st)
 		u := "http://127.0.0.1:9/hook"
-		ep, err := services.NewWebhooks(st, services.AddressPolicy{AllowPrivate: true}).CreateEndpoint(context.Background(),
+		ep, err := webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}).CreateEndpoint(context.Background(),
 			services.Principal{Kind: "api_key", Name: "root", Role: services.RoleAdmin},
-			services.EndpointInput{URL: &u, EventTypes: &[]record.EventType{record.EventTimedOut}})
+			webhooks.EndpointInput{URL: &u, EventTypes: &[]record.EventType{record.EventTimedOut}})
 		require.NoError(t, err)
 		gets := []string{"/admin/webhooks", "/admin/webhooks/new", "/admin/webhooks/" + ep.ID, "/admin/webhooks/" + ep.ID + "/deliveries"}
 		posts := []string{"/admin/webhooks", "/admin/webhooks/" + ep.ID, "/admin/webhooks/" + ep.ID + "/rotate",
@@ -128,7 +130,7 @@ func TestWebhookPagesAreForAdminsOnly(t *testing.T) {
 		require.Equal(t, http.StatusForbidden, status)
 		require.Equal(t, "forbidden", m["error"].(map[string]any)["code"])
 
-		got, err := services.NewWebhooks(st, services.AddressPolicy{}).Endpoint(context.Background(),
+		got, err := webhooks.New(st, webhooks.AddressPolicy{}).Endpoint(context.Background(),
 			services.Principal{Kind: "api_key", Name: "root", Role: services.RoleAdmin}, ep.ID)
 		require.NoError(t, err)
 		require.True(t, got.Enabled, "nothing was changed")

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -12,15 +14,15 @@ import (
 
 // webhookManager is what the webhook API needs.
 type webhookManager interface {
-	CreateEndpoint(ctx context.Context, p services.Principal, in services.EndpointInput) (*services.Endpoint, error)
-	Endpoints(ctx context.Context, p services.Principal) ([]*services.Endpoint, error)
-	Endpoint(ctx context.Context, p services.Principal, id string) (*services.Endpoint, error)
-	UpdateEndpoint(ctx context.Context, p services.Principal, id string, in services.EndpointInput) (*services.Endpoint, error)
+	CreateEndpoint(ctx context.Context, p services.Principal, in webhooks.EndpointInput) (*webhooks.Endpoint, error)
+	Endpoints(ctx context.Context, p services.Principal) ([]*webhooks.Endpoint, error)
+	Endpoint(ctx context.Context, p services.Principal, id string) (*webhooks.Endpoint, error)
+	UpdateEndpoint(ctx context.Context, p services.Principal, id string, in webhooks.EndpointInput) (*webhooks.Endpoint, error)
 	DeleteEndpoint(ctx context.Context, p services.Principal, id string) error
-	RotateSecret(ctx context.Context, p services.Principal, id string) (*services.Endpoint, error)
-	SendTest(ctx context.Context, p services.Principal, id string) (*services.Delivery, error)
-	EndpointDeliveries(ctx context.Context, p services.Principal, endpointID string, limit int) ([]*services.Delivery, error)
-	Redeliver(ctx context.Context, p services.Principal, id string) (*services.Delivery, error)
+	RotateSecret(ctx context.Context, p services.Principal, id string) (*webhooks.Endpoint, error)
+	SendTest(ctx context.Context, p services.Principal, id string) (*webhooks.Delivery, error)
+	EndpointDeliveries(ctx context.Context, p services.Principal, endpointID string, limit int) ([]*webhooks.Delivery, error)
+	Redeliver(ctx context.Context, p services.Principal, id string) (*webhooks.Delivery, error)
 }
 
 // webhooksHandler serves /v1/webhooks and /v1/deliveries for admin keys.
@@ -29,15 +31,15 @@ type webhooksHandler struct {
 }
 
 type endpointList struct {
-	Endpoints []*services.Endpoint `json:"endpoints"`
+	Endpoints []*webhooks.Endpoint `json:"endpoints"`
 }
 
 type deliveryList struct {
-	Deliveries []*services.Delivery `json:"deliveries"`
+	Deliveries []*webhooks.Delivery `json:"deliveries"`
 }
 
 func (h *webhooksHandler) create(c echo.Context) error {
-	var in services.EndpointInput
+	var in webhooks.EndpointInput
 	if err := decodeBody(c, &in); err != nil {
 		return err
 	}
@@ -65,7 +67,7 @@ func (h *webhooksHandler) get(c echo.Context) error {
 }
 
 func (h *webhooksHandler) update(c echo.Context) error {
-	var in services.EndpointInput
+	var in webhooks.EndpointInput
 	if err := decodeBody(c, &in); err != nil {
 		return err
 	}

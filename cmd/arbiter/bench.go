@@ -12,6 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+
 	"github.com/arbiter-ledger/arbiter/services"
 )
 
@@ -123,7 +125,7 @@ func (b *benchCmd) createKey(ctx context.Context, c *cli) (string, error) {
 		return "", err
 	}
 	defer st.Close()
-	_, secret, err := services.NewKeys(st).CreateKey(ctx, services.CreateKeyRequest{
+	_, secret, err := accounts.NewKeys(st).CreateKey(ctx, accounts.CreateKeyRequest{
 		Namespace: b.Namespace, Name: "bench", Role: services.RoleAgent})
 	return secret, err
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+
 	"github.com/arbiter-ledger/arbiter/services/record"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -29,8 +31,8 @@ type sweepReport struct {
 // Sweep, which times out every expired lease. With profile set, the sweep
 // alone is CPU-profiled into it.
 func timeSweep(ctx context.Context, st *services.Store, ns string, n int, profile io.Writer) (*sweepReport, error) {
-	keys := services.NewKeys(st)
-	_, secret, err := keys.CreateKey(ctx, services.CreateKeyRequest{Namespace: ns, Name: "bench-sweep", Role: services.RoleAgent})
+	keys := accounts.NewKeys(st)
+	_, secret, err := keys.CreateKey(ctx, accounts.CreateKeyRequest{Namespace: ns, Name: "bench-sweep", Role: services.RoleAgent})
 	if err != nil {
 		return nil, err
 	}

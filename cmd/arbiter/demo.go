@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+
 	"github.com/arbiter-ledger/arbiter/services"
 )
 
@@ -116,23 +118,23 @@ func (d *demoCmd) dataDir() (string, func(), error) {
 // demoUser makes sure the demo admin exists with a new password, which it
 // returns: a demo run on a kept --dir signs in with the password it prints.
 func demoUser(ctx context.Context, st *services.Store) (string, error) {
-	accounts := services.NewAccounts(st)
-	password := services.RandomToken(20)
-	_, err := accounts.CreateUser(ctx, demoEmail, services.RoleAdmin, password)
+	accts := accounts.New(st)
+	password := accounts.RandomToken(20)
+	_, err := accts.CreateUser(ctx, demoEmail, services.RoleAdmin, password)
 	if !errors.Is(err, services.ErrConflict) {
 		return password, err
 	}
-	u, err := accounts.UserByEmail(ctx, demoEmail)
+	u, err := accts.UserByEmail(ctx, demoEmail)
 	if err != nil {
 		return "", err
 	}
-	return password, accounts.SetPassword(ctx, u.ID, password)
+	return password, accts.SetPassword(ctx, u.ID, password)
 }
 
 // demoAPIKeys creates the fleet's keys and an admin key for the operator
 // CLI. Keys are cheap and shown once, so every run makes new ones.
 func demoAPIKeys(ctx context.Context, st *services.Store) (demoKeys, string, error) {
-	keys := services.NewKeys(st)
+	keys := accounts.NewKeys(st)
 	var k demoKeys
 	var admin string
 	for _, want := range []struct {
@@ -148,7 +150,7 @@ func demoAPIKeys(ctx context.Context, st *services.Store) (demoKeys, string, err
 		{"support", "support-oncall", services.RoleOperator, &k.supportOncall},
 		{"", "demo-cli", services.RoleAdmin, &admin},
 	} {
-		_, secret, err := keys.CreateKey(ctx, services.CreateKeyRequest{Namespace: want.ns, Name: want.name, Role: want.role})
+		_, secret, err := keys.CreateKey(ctx, accounts.CreateKeyRequest{Namespace: want.ns, Name: want.name, Role: want.role})
 		if err != nil {
 			return demoKeys{}, "", fmt.Errorf("demo: create key %s: %w", want.name, err)
 		}

@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+
 	"github.com/arbiter-ledger/arbiter/services"
 )
 
@@ -30,7 +32,7 @@ func (k *keysCreateCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error
 		return err
 	}
 	defer st.Close()
-	m, secret, err := services.NewKeys(st).CreateKey(ctx, services.CreateKeyRequest{
+	m, secret, err := accounts.NewKeys(st).CreateKey(ctx, accounts.CreateKeyRequest{
 		Namespace: k.Namespace, Name: k.Name, Role: services.Role(k.Role)})
 	if err != nil {
 		return err
@@ -55,7 +57,7 @@ func (k *keysListCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
-	keys, err := services.NewKeys(st).ListKeys(ctx)
+	keys, err := accounts.NewKeys(st).ListKeys(ctx)
 	if err != nil {
 		return err
 	}
@@ -103,7 +105,7 @@ func (k *keysRevokeCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error
 		return err
 	}
 	defer st.Close()
-	m, err := services.NewKeys(st).RevokeKey(ctx, k.Key)
+	m, err := accounts.NewKeys(st).RevokeKey(ctx, k.Key)
 	if err != nil {
 		return err
 	}

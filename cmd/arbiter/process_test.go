@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+
 	"github.com/arbiter-ledger/arbiter/services/record"
 
 	"github.com/stretchr/testify/require"
@@ -211,7 +213,7 @@ func TestKill9KeepsAcknowledgedEntries(t *testing.T) {
 			st, err := services.Open(context.Background(), dbURL)
 			require.NoError(t, err)
 			defer st.Close()
-			keys := services.NewKeys(st)
+			keys := accounts.NewKeys(st)
 			pr, err := keys.Authenticate(context.Background(), key)
 			require.NoError(t, err)
 			l := services.NewLedger(st)

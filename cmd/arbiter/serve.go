@@ -11,6 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
+
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/web"
 )
@@ -78,25 +81,25 @@ type server struct {
 func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logger) (*server, error) {
 	ledger := services.NewLedger(st)
 	metrics := web.NewMetrics(ledger.CountByStatus)
-	accounts := services.NewAccounts(st)
-	accounts.IdleTimeout, accounts.AbsoluteTimeout = s.SessionIdle, s.SessionAbsolute
-	if email, password, created, err := accounts.EnsureAdmin(ctx); err != nil {
+	accts := accounts.New(st)
+	accts.IdleTimeout, accts.AbsoluteTimeout = s.SessionIdle, s.SessionAbsolute
+	if email, password, created, err := accts.EnsureAdmin(ctx); err != nil {
 		return nil, err
 	} else if created {
 		log.Warn("arbiter: created the first dashboard user; this password is shown only once",
 			"email", email, "password", password,
 			"change_it_with", "arbiter users set-password --email "+email+" --password-stdin")
 	}
-	policy := services.AddressPolicy{AllowPrivate: s.WebhookAllowPrivate}
-	hooks := services.NewWebhooks(st, policy)
-	dispatcher := services.NewDispatcher(st, log, policy)
+	policy := webhooks.AddressPolicy{AllowPrivate: s.WebhookAllowPrivate}
+	hooks := webhooks.New(st, policy)
+	dispatcher := webhooks.NewDispatcher(st, log, policy)
 	dispatcher.PublicURL, dispatcher.DisableAfter, dispatcher.OnResult = s.PublicURL, s.WebhookDisableAfter, metrics.ObserveDelivery
 	ledger.OnAlert(dispatcher.Wake)
 	hooks.OnQueued(dispatcher.Wake)
 	metrics.WatchQueue(dispatcher.Queue)
 
 	secure := strings.HasPrefix(s.PublicURL, "https://")
-	handler := web.New(web.Deps{Store: st, Ledger: ledger, Keys: services.NewKeys(st), Accounts: accounts,
+	handler := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accts,
 		Webhooks: hooks, Metrics: metrics, Log: log, SecureCookies: secure, PublicURL: s.PublicURL, Done: ctx.Done()})
 
 	ln, err := net.Listen("tcp", s.Addr)

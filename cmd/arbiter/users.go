@@ -13,6 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+
 	"github.com/arbiter-ledger/arbiter/services"
 )
 
@@ -38,7 +40,7 @@ func (u *usersCreateCmd) Run(ctx context.Context, c *cli, log *slog.Logger) erro
 		return err
 	}
 	defer st.Close()
-	m, err := services.NewAccounts(st).CreateUser(ctx, u.Email, services.Role(u.Role), password)
+	m, err := accounts.New(st).CreateUser(ctx, u.Email, services.Role(u.Role), password)
 	if err != nil {
 		return err
 	}
@@ -61,12 +63,12 @@ func (u *usersSetPasswordCmd) Run(ctx context.Context, c *cli, log *slog.Logger)
 		return err
 	}
 	defer st.Close()
-	accounts := services.NewAccounts(st)
-	m, err := accounts.UserByEmail(ctx, u.Email)
+	accts := accounts.New(st)
+	m, err := accts.UserByEmail(ctx, u.Email)
 	if err != nil {
 		return err
 	}
-	if err := accounts.SetPassword(ctx, m.ID, password); err != nil {
+	if err := accts.SetPassword(ctx, m.ID, password); err != nil {
 		return err
 	}
 	fmt.Printf("set the password of %s and ended their sessions\n", m.Email)
@@ -106,7 +108,7 @@ func (u *usersListCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error 
 		return err
 	}
 	defer st.Close()
-	users, err := services.NewAccounts(st).Users(ctx)
+	users, err := accounts.New(st).Users(ctx)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/arbiter-ledger/arbiter/client"
@@ -26,8 +29,8 @@ func startArbiter(t *testing.T) (url string, key func(ns, name string, role serv
 	st := dbtest.Open(t, services.SQLite)
 	ledger := services.NewLedger(st)
 	log := slog.New(slog.DiscardHandler)
-	srv := httptest.NewServer(web.New(web.Deps{Store: st, Ledger: ledger, Keys: services.NewKeys(st),
-		Accounts: services.NewAccounts(st), Webhooks: services.NewWebhooks(st, services.AddressPolicy{}),
+	srv := httptest.NewServer(web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st),
+		Accounts: accounts.New(st), Webhooks: webhooks.New(st, webhooks.AddressPolicy{}),
 		Metrics: web.NewMetrics(nil), Log: log}))
 	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -38,7 +41,7 @@ func startArbiter(t *testing.T) (url string, key func(ns, name string, role serv
 	}()
 	t.Cleanup(func() { cancel(); <-swept })
 	return srv.URL, func(ns, name string, role services.Role) string {
-		_, secret, err := services.NewKeys(st).CreateKey(context.Background(), services.CreateKeyRequest{Namespace: ns, Name: name, Role: role})
+		_, secret, err := accounts.NewKeys(st).CreateKey(context.Background(), accounts.CreateKeyRequest{Namespace: ns, Name: name, Role: role})
 		require.NoError(t, err)
 		return secret
 	}

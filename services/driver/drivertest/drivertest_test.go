@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/arbiter-ledger/arbiter/models"
@@ -68,8 +70,8 @@ func update(prev *record.Action, status record.Status, at time.Time, events ...r
 // setup opens a fresh database with namespace "ns" and returns its driver.
 func setup(t *testing.T, st *services.Store) (context.Context, driver.Driver) {
 	ctx := context.Background()
-	require.NoError(t, services.NewKeys(st).EnsureNamespace(ctx, "ns"))
-	require.NoError(t, services.NewKeys(st).EnsureNamespace(ctx, "other"))
+	require.NoError(t, accounts.NewKeys(st).EnsureNamespace(ctx, "ns"))
+	require.NoError(t, accounts.NewKeys(st).EnsureNamespace(ctx, "other"))
 	return ctx, st.Driver()
 }
 

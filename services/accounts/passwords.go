@@ -1,4 +1,4 @@
-package services
+package accounts
 
 import (
 	"crypto/rand"
@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/arbiter-ledger/arbiter/services"
 	"golang.org/x/crypto/argon2"
 )
 
@@ -31,7 +32,7 @@ const (
 func ValidatePassword(pw string) error {
 	n := utf8.RuneCountInString(pw)
 	if n < MinPasswordChars || n > MaxPasswordChars || !utf8.ValidString(pw) {
-		return Errorf(CodeInvalid, "a password must be %d to %d characters", MinPasswordChars, MaxPasswordChars)
+		return services.Errorf(services.CodeInvalid, "a password must be %d to %d characters", MinPasswordChars, MaxPasswordChars)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package services
+package accounts
 
 import (
 	"context"
@@ -6,13 +6,14 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"regexp"
 	"sync"
 	"time"
 
 	"gorm.io/gorm"
 
 	"github.com/arbiter-ledger/arbiter/models"
+	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/services/driver"
 )
 
 // KeyPrefix starts every API key, so leaked keys are easy to recognise.
@@ -20,9 +21,12 @@ const KeyPrefix = "ak_"
 
 // Keys manages namespaces and API keys and authenticates requests.
 type Keys struct {
-	st    *Store
+	st    *services.Store
 	cache *authCache
 }
+
+// authCacheKey names the store's authCache.
+type authCacheKey struct{}
 
 // authCache remembers authenticated keys per Store, so every Keys on one
 // Store sees a revocation at once.
@@ -37,30 +41,19 @@ type authCache struct {
 const authCacheTTL = time.Second
 
 type cachedKey struct {
-	p       Principal
+	p       services.Principal
 	expires time.Time
 }
 
 // NewKeys returns the key service on st.
-func NewKeys(st *Store) *Keys {
-	st.authOnce.Do(func() { st.auth = &authCache{m: map[[32]byte]cachedKey{}} })
-	return &Keys{st: st, cache: st.auth}
-}
-
-var namespaceName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
-
-// ValidateNamespace checks a namespace name: lowercase letters, digits, '.',
-// '_' and '-', 1 to 63 characters.
-func ValidateNamespace(ns string) error {
-	if !namespaceName.MatchString(ns) {
-		return Errorf(CodeInvalid, "namespace %q must be 1 to 63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", ns)
-	}
-	return nil
+func NewKeys(st *services.Store) *Keys {
+	cache := st.Memo(authCacheKey{}, func() any { return &authCache{m: map[[32]byte]cachedKey{}} }).(*authCache)
+	return &Keys{st: st, cache: cache}
 }
 
 // EnsureNamespace creates namespace ns if it does not exist.
 func (k *Keys) EnsureNamespace(ctx context.Context, ns string) error {
-	if err := ValidateNamespace(ns); err != nil {
+	if err := services.ValidateNamespace(ns); err != nil {
 		return err
 	}
 	_, err := k.insertNamespace(ctx, ns)
@@ -70,10 +63,10 @@ func (k *Keys) EnsureNamespace(ctx context.Context, ns string) error {
 // insertNamespace creates namespace ns unless it exists, and says whether
 // it created it.
 func (k *Keys) insertNamespace(ctx context.Context, ns string) (bool, error) {
-	res := k.st.wdb.WithContext(ctx).Exec(
-		`INSERT INTO namespaces (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`, ns, utcNow())
+	res := k.st.GormWriter().WithContext(ctx).Exec(
+		`INSERT INTO namespaces (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`, ns, services.Now())
 	if res.Error != nil {
-		return false, dbError("keys: create namespace", res.Error)
+		return false, services.DBError("keys: create namespace", res.Error)
 	}
 	return res.RowsAffected > 0, nil
 }
@@ -81,34 +74,34 @@ func (k *Keys) insertNamespace(ctx context.Context, ns string) (bool, error) {
 // Namespaces lists every namespace by name.
 func (k *Keys) Namespaces(ctx context.Context) ([]models.Namespace, error) {
 	var out []models.Namespace
-	err := k.st.db.WithContext(ctx).Order("name").Find(&out).Error
-	return out, dbErrorOrNil("keys: list namespaces", err)
+	err := k.st.Gorm().WithContext(ctx).Order("name").Find(&out).Error
+	return out, services.DBErrorOrNil("keys: list namespaces", err)
 }
 
 // CreateKeyRequest describes a new API key.
 type CreateKeyRequest struct {
 	Namespace string // required unless Role is admin; created if missing
 	Name      string
-	Role      Role
+	Role      services.Role
 }
 
 // CreateKey makes a key and returns it with its secret, which is never stored
 // and cannot be shown again.
 func (k *Keys) CreateKey(ctx context.Context, r CreateKeyRequest) (models.APIKey, string, error) {
 	switch r.Role {
-	case RoleAgent, RoleReader, RoleOperator:
+	case services.RoleAgent, services.RoleReader, services.RoleOperator:
 		if r.Namespace == "" {
-			return models.APIKey{}, "", Errorf(CodeInvalid, "a %s key needs a namespace", r.Role)
+			return models.APIKey{}, "", services.Errorf(services.CodeInvalid, "a %s key needs a namespace", r.Role)
 		}
-	case RoleAdmin:
+	case services.RoleAdmin:
 		if r.Namespace != "" {
-			return models.APIKey{}, "", Errorf(CodeInvalid, "an admin key is global: leave the namespace out")
+			return models.APIKey{}, "", services.Errorf(services.CodeInvalid, "an admin key is global: leave the namespace out")
 		}
 	default:
-		return models.APIKey{}, "", Errorf(CodeInvalid, "unknown role %q: use agent, reader, operator or admin", r.Role)
+		return models.APIKey{}, "", services.Errorf(services.CodeInvalid, "unknown role %q: use agent, reader, operator or admin", r.Role)
 	}
-	if r.Name == "" || len(r.Name) > MaxLabelBytes || !printable(r.Name) {
-		return models.APIKey{}, "", Errorf(CodeInvalid, "a key needs a name of 1 to %d printable bytes", MaxLabelBytes)
+	if r.Name == "" || len(r.Name) > services.MaxLabelBytes || !services.Printable(r.Name) {
+		return models.APIKey{}, "", services.Errorf(services.CodeInvalid, "a key needs a name of 1 to %d printable bytes", services.MaxLabelBytes)
 	}
 	var ns *string
 	if r.Namespace != "" {
@@ -119,10 +112,10 @@ func (k *Keys) CreateKey(ctx context.Context, r CreateKeyRequest) (models.APIKey
 	}
 	secret := KeyPrefix + randomToken(32)
 	sum := sha256.Sum256([]byte(secret))
-	m := models.APIKey{ID: newID(), Namespace: ns, Name: r.Name, Role: string(r.Role),
-		Prefix: secret[:len(KeyPrefix)+8], Hash: sum[:], CreatedAt: utcNow()}
-	if err := k.st.wdb.WithContext(ctx).Create(&m).Error; err != nil {
-		return models.APIKey{}, "", dbError("keys: create", err)
+	m := models.APIKey{ID: driver.NewID(), Namespace: ns, Name: r.Name, Role: string(r.Role),
+		Prefix: secret[:len(KeyPrefix)+8], Hash: sum[:], CreatedAt: services.Now()}
+	if err := k.st.GormWriter().WithContext(ctx).Create(&m).Error; err != nil {
+		return models.APIKey{}, "", services.DBError("keys: create", err)
 	}
 	return m, secret, nil
 }
@@ -130,32 +123,32 @@ func (k *Keys) CreateKey(ctx context.Context, r CreateKeyRequest) (models.APIKey
 // ListKeys returns every key (never a secret), newest first.
 func (k *Keys) ListKeys(ctx context.Context) ([]models.APIKey, error) {
 	var out []models.APIKey
-	err := k.st.db.WithContext(ctx).Order("created_at DESC, id DESC").Find(&out).Error
-	return out, dbErrorOrNil("keys: list", err)
+	err := k.st.Gorm().WithContext(ctx).Order("created_at DESC, id DESC").Find(&out).Error
+	return out, services.DBErrorOrNil("keys: list", err)
 }
 
 // RevokeKey revokes the key with the given id or prefix. Revoking twice is
 // not an error.
 func (k *Keys) RevokeKey(ctx context.Context, idOrPrefix string) (models.APIKey, error) {
 	var m models.APIKey
-	q := k.st.wdb.WithContext(ctx)
+	q := k.st.GormWriter().WithContext(ctx)
 	var err error
 	if len(idOrPrefix) > len(KeyPrefix) && idOrPrefix[:len(KeyPrefix)] == KeyPrefix {
 		err = q.Where("prefix = ?", idOrPrefix[:min(len(idOrPrefix), len(KeyPrefix)+8)]).First(&m).Error
 	} else {
 		err = q.Where("id = ?", idOrPrefix).First(&m).Error
 	}
-	if errors.Is(err, gorm.ErrRecordNotFound) || (err != nil && !unavailable(err)) {
-		return m, Errorf(CodeNotFound, "no key has id or prefix %q", idOrPrefix)
+	if errors.Is(err, gorm.ErrRecordNotFound) || (err != nil && !services.Unavailable(err)) {
+		return m, services.Errorf(services.CodeNotFound, "no key has id or prefix %q", idOrPrefix)
 	}
 	if err != nil {
-		return m, dbError("keys: revoke", err)
+		return m, services.DBError("keys: revoke", err)
 	}
 	if m.RevokedAt == nil {
-		now := utcNow()
+		now := services.Now()
 		m.RevokedAt = &now
 		if err := q.Model(&m).Update("revoked_at", now).Error; err != nil {
-			return m, dbError("keys: revoke", err)
+			return m, services.DBError("keys: revoke", err)
 		}
 	}
 	k.cache.mu.Lock()
@@ -166,9 +159,9 @@ func (k *Keys) RevokeKey(ctx context.Context, idOrPrefix string) (models.APIKey,
 
 // Authenticate returns the principal of an API key secret, or an
 // unauthorized error for a missing, unknown or revoked key.
-func (k *Keys) Authenticate(ctx context.Context, secret string) (Principal, error) {
+func (k *Keys) Authenticate(ctx context.Context, secret string) (services.Principal, error) {
 	if secret == "" {
-		return Principal{}, Errorf(CodeUnauthorized, "missing API key: send Authorization: Bearer ak_…")
+		return services.Principal{}, services.Errorf(services.CodeUnauthorized, "missing API key: send Authorization: Bearer ak_…")
 	}
 	sum := sha256.Sum256([]byte(secret))
 	now := time.Now()
@@ -179,14 +172,14 @@ func (k *Keys) Authenticate(ctx context.Context, secret string) (Principal, erro
 		return c.p, nil
 	}
 	var m models.APIKey
-	err := k.st.db.WithContext(ctx).Where("hash = ?", sum[:]).Limit(1).Find(&m).Error
+	err := k.st.Gorm().WithContext(ctx).Where("hash = ?", sum[:]).Limit(1).Find(&m).Error
 	if err != nil {
-		return Principal{}, dbError("keys: authenticate", err)
+		return services.Principal{}, services.DBError("keys: authenticate", err)
 	}
 	if m.ID == "" || m.RevokedAt != nil {
-		return Principal{}, Errorf(CodeUnauthorized, "unknown or revoked API key")
+		return services.Principal{}, services.Errorf(services.CodeUnauthorized, "unknown or revoked API key")
 	}
-	p := Principal{Kind: "api_key", ID: m.ID, Name: m.Name, Role: Role(m.Role)}
+	p := services.Principal{Kind: "api_key", ID: m.ID, Name: m.Name, Role: services.Role(m.Role)}
 	if m.Namespace != nil {
 		p.Namespace = *m.Namespace
 	}

@@ -1,4 +1,4 @@
-package services
+package webhooks
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/arbiter-ledger/arbiter/services"
 )
 
 // Webhook URLs are checked twice against server-side request forgery: when an
@@ -78,13 +80,13 @@ var specialPrefixes = []netip.Prefix{
 func (p AddressPolicy) ValidateWebhookURL(ctx context.Context, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
-		return Errorf(CodeInvalid, "url must be an absolute http or https URL")
+		return services.Errorf(services.CodeInvalid, "url must be an absolute http or https URL")
 	}
 	if u.User != nil {
-		return Errorf(CodeInvalid, "url must not contain credentials; Arbiter signs every message instead")
+		return services.Errorf(services.CodeInvalid, "url must not contain credentials; Arbiter signs every message instead")
 	}
 	if len(raw) > 2048 {
-		return Errorf(CodeInvalid, "url is longer than 2048 bytes")
+		return services.Errorf(services.CodeInvalid, "url is longer than 2048 bytes")
 	}
 	if p.AllowPrivate {
 		return nil
@@ -92,22 +94,22 @@ func (p AddressPolicy) ValidateWebhookURL(ctx context.Context, raw string) error
 	host := u.Hostname()
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if why := p.blocked(ip); why != "" {
-			return Errorf(CodeInvalid, "url points to a %s address (%s); set ARBITER_WEBHOOK_ALLOW_PRIVATE=true to allow internal receivers", why, ip)
+			return services.Errorf(services.CodeInvalid, "url points to a %s address (%s); set ARBITER_WEBHOOK_ALLOW_PRIVATE=true to allow internal receivers", why, ip)
 		}
 		return nil
 	}
 	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
-		return Errorf(CodeInvalid, "url points to localhost; set ARBITER_WEBHOOK_ALLOW_PRIVATE=true to allow internal receivers")
+		return services.Errorf(services.CodeInvalid, "url points to localhost; set ARBITER_WEBHOOK_ALLOW_PRIVATE=true to allow internal receivers")
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	addrs, err := p.resolver().LookupNetIP(rctx, "ip", host)
 	if err != nil {
-		return Errorf(CodeInvalid, "url host %q does not resolve: %v", host, err)
+		return services.Errorf(services.CodeInvalid, "url host %q does not resolve: %v", host, err)
 	}
 	for _, ip := range addrs {
 		if why := p.blocked(ip); why != "" {
-			return Errorf(CodeInvalid, "url host %q resolves to a %s address (%s); set ARBITER_WEBHOOK_ALLOW_PRIVATE=true to allow internal receivers", host, why, ip)
+			return services.Errorf(services.CodeInvalid, "url host %q resolves to a %s address (%s); set ARBITER_WEBHOOK_ALLOW_PRIVATE=true to allow internal receivers", host, why, ip)
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package services
+package webhooks
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/driver"
 	"github.com/google/uuid"
 )
@@ -30,7 +31,7 @@ var RetrySchedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.
 // send it at the same time, and one abandoned by a crashed process is taken
 // up again when its lease passes.
 type Dispatcher struct {
-	st     *Store
+	st     *services.Store
 	log    *slog.Logger
 	client *http.Client
 	now    func() time.Time
@@ -64,7 +65,7 @@ type Dispatcher struct {
 const SendTimeout = 15 * time.Second
 
 // NewDispatcher returns a dispatcher that reaches only what policy allows.
-func NewDispatcher(st *Store, log *slog.Logger, policy AddressPolicy) *Dispatcher {
+func NewDispatcher(st *services.Store, log *slog.Logger, policy AddressPolicy) *Dispatcher {
 	transport := &http.Transport{
 		DialContext:           policy.DialContext,
 		Proxy:                 nil, // a proxy would hide the dialled address from the policy
@@ -74,7 +75,7 @@ func NewDispatcher(st *Store, log *slog.Logger, policy AddressPolicy) *Dispatche
 		ResponseHeaderTimeout: SendTimeout,
 	}
 	return &Dispatcher{
-		st: st, log: log, now: utcNow,
+		st: st, log: log, now: services.Now,
 		client: &http.Client{Transport: transport, Timeout: SendTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		DisableAfter: 5 * 24 * time.Hour, Workers: 64, PerEndpoint: 16, Poll: time.Second, Lease: time.Minute,
@@ -196,10 +197,10 @@ func (d *Dispatcher) claim(ctx context.Context, limit int, busy map[string]int) 
 	// deliveries for a whole lease.
 	ctx = context.WithoutCancel(ctx)
 	token := uuid.NewString()
-	claimed, err := d.st.ex.DeliveryClaim(ctx, &driver.DeliveryClaimParams{Token: token, Now: now,
+	claimed, err := d.st.Executor().DeliveryClaim(ctx, &driver.DeliveryClaimParams{Token: token, Now: now,
 		Until: now.Add(d.Lease), Limit: limit, PerEndpoint: d.PerEndpoint, Busy: busy})
 	if err != nil {
-		return nil, dbError("webhooks: claim deliveries", err)
+		return nil, services.DBError("webhooks: claim deliveries", err)
 	}
 	out := make([]due, 0, len(claimed))
 	for _, c := range claimed {
@@ -334,7 +335,7 @@ func (d *Dispatcher) record(ctx context.Context, c due, r sendResult) error {
 	if !ok && disable == "" && c.FailingSince != nil && now.Sub(*c.FailingSince) > d.DisableAfter {
 		disable = fmt.Sprintf("failing without a success since %s", c.FailingSince.UTC().Format(time.RFC3339))
 	}
-	p := &driver.DeliveryRecordAttemptParams{AttemptID: newID(), DeliveryID: c.ID, Claim: c.claim, Now: now,
+	p := &driver.DeliveryRecordAttemptParams{AttemptID: driver.NewID(), DeliveryID: c.ID, Claim: c.claim, Now: now,
 		StatusCode: status, LatencyMS: int(r.latency.Milliseconds()), Excerpt: r.excerpt, Error: errText,
 		State: state, Attempts: attempts, NextAttempt: next, EndpointID: c.EndpointID, Endpoint: driver.EndpointFailing}
 	switch {
@@ -343,14 +344,14 @@ func (d *Dispatcher) record(ctx context.Context, c due, r sendResult) error {
 	case disable != "":
 		p.Endpoint, p.DisableWhy = driver.EndpointDisable, disable
 	}
-	err := d.st.ex.DeliveryRecordAttempt(ctx, p)
+	err := d.st.Executor().DeliveryRecordAttempt(ctx, p)
 	if disable != "" {
 		d.log.Warn("webhooks: endpoint disabled", "endpoint", c.EndpointID, "reason", disable)
 	}
 	if d.OnResult != nil {
 		d.OnResult(result, r.latency)
 	}
-	return dbErrorOrNil("webhooks: record attempt", err)
+	return services.DBErrorOrNil("webhooks: record attempt", err)
 }
 
 // jitter spreads a wait by ±10% so retries of many deliveries do not arrive
@@ -362,7 +363,7 @@ func jitter(d time.Duration) time.Duration {
 // slackBody turns a standard message into a Slack incoming-webhook message
 // with a link to the action.
 func slackBody(payload []byte, publicURL string) ([]byte, error) {
-	var m MessageBody
+	var m services.MessageBody
 	if err := json.Unmarshal(payload, &m); err != nil {
 		return nil, fmt.Errorf("webhooks: read message: %w", err)
 	}
@@ -407,9 +408,9 @@ type QueueStats struct {
 // would make the oldest pending age grow for as long as the endpoint stays
 // off and hide a queue that is really stuck.
 func (d *Dispatcher) Queue(ctx context.Context) (QueueStats, error) {
-	n, oldest, err := d.st.ex.DeliveryQueueStats(ctx)
+	n, oldest, err := d.st.Executor().DeliveryQueueStats(ctx)
 	if err != nil {
-		return QueueStats{}, dbError("webhooks: queue stats", err)
+		return QueueStats{}, services.DBError("webhooks: queue stats", err)
 	}
 	st := QueueStats{Pending: n}
 	if oldest != nil {
@@ -417,3 +418,8 @@ func (d *Dispatcher) Queue(ctx context.Context) (QueueStats, error) {
 	}
 	return st, nil
 }
+
+// SetRetrySchedule gives this dispatcher its own waits between attempts
+// instead of RetrySchedule: tests retry in milliseconds, and a deployment
+// may want a schedule of its own.
+func (d *Dispatcher) SetRetrySchedule(s []time.Duration) { d.schedule = s }

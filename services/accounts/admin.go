@@ -1,8 +1,10 @@
-package services
+package accounts
 
 import (
 	"context"
 	"time"
+
+	"github.com/arbiter-ledger/arbiter/services"
 )
 
 // NamespaceActionsCap bounds how far NamespaceSummaries counts actions, so
@@ -24,17 +26,17 @@ type NamespaceSummary struct {
 func (k *Keys) NamespaceSummaries(ctx context.Context) ([]NamespaceSummary, error) {
 	var out []NamespaceSummary
 	// The capped count walks at most cap+1 entries of actions_namespace_id_idx.
-	err := k.st.db.WithContext(ctx).Raw(`
+	err := k.st.Gorm().WithContext(ctx).Raw(`
 		SELECT n.name, n.created_at,
 			(SELECT count(*) FROM api_keys k WHERE k.namespace = n.name AND k.revoked_at IS NULL) AS active_keys,
 			(SELECT count(*) FROM (SELECT 1 FROM actions a WHERE a.namespace = n.name LIMIT ?) capped) AS actions
 		FROM namespaces n ORDER BY n.name`, NamespaceActionsCap+1).Scan(&out).Error
-	return out, dbErrorOrNil("keys: namespace summaries", err)
+	return out, services.DBErrorOrNil("keys: namespace summaries", err)
 }
 
 // CreateNamespace creates namespace ns, and says so clearly when it exists.
 func (k *Keys) CreateNamespace(ctx context.Context, ns string) error {
-	if err := ValidateNamespace(ns); err != nil {
+	if err := services.ValidateNamespace(ns); err != nil {
 		return err
 	}
 	created, err := k.insertNamespace(ctx, ns)
@@ -42,7 +44,7 @@ func (k *Keys) CreateNamespace(ctx context.Context, ns string) error {
 		return err
 	}
 	if !created {
-		return Errorf(CodeConflict, "namespace %q exists already", ns)
+		return services.Errorf(services.CodeConflict, "namespace %q exists already", ns)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package services
+package webhooks
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/services/driver"
 	"github.com/arbiter-ledger/arbiter/services/record"
 
 	"github.com/google/uuid"
@@ -18,7 +20,7 @@ import (
 
 // Webhooks manages webhook endpoints, their deliveries and test messages.
 type Webhooks struct {
-	st     *Store
+	st     *services.Store
 	policy AddressPolicy
 	now    func() time.Time
 	// queued wakes the dispatcher after a message is written outside the
@@ -26,9 +28,9 @@ type Webhooks struct {
 	queued func()
 }
 
-// NewWebhooks returns the webhook service on st.
-func NewWebhooks(st *Store, policy AddressPolicy) *Webhooks {
-	return &Webhooks{st: st, policy: policy, now: utcNow}
+// New returns the webhook service on st.
+func New(st *services.Store, policy AddressPolicy) *Webhooks {
+	return &Webhooks{st: st, policy: policy, now: services.Now}
 }
 
 // OnQueued registers fn to run after a test message or a redelivery is
@@ -74,10 +76,10 @@ type EndpointInput struct {
 
 func (w *Webhooks) validate(ctx context.Context, in *EndpointInput, creating bool) error {
 	if creating && in.URL == nil {
-		return Errorf(CodeInvalid, "field \"url\" is required")
+		return services.Errorf(services.CodeInvalid, "field \"url\" is required")
 	}
 	if creating && (in.EventTypes == nil || len(*in.EventTypes) == 0) {
-		return Errorf(CodeInvalid, "field \"event_types\" must list at least one of %s", listOrNone(record.EventTypes))
+		return services.Errorf(services.CodeInvalid, "field \"event_types\" must list at least one of %s", services.ListOrNone(record.EventTypes))
 	}
 	if in.URL != nil {
 		if err := w.policy.ValidateWebhookURL(ctx, *in.URL); err != nil {
@@ -86,32 +88,32 @@ func (w *Webhooks) validate(ctx context.Context, in *EndpointInput, creating boo
 	}
 	if in.EventTypes != nil {
 		if len(*in.EventTypes) == 0 {
-			return Errorf(CodeInvalid, "field \"event_types\" must not be empty")
+			return services.Errorf(services.CodeInvalid, "field \"event_types\" must not be empty")
 		}
 		for _, t := range *in.EventTypes {
 			if !slices.Contains(record.EventTypes, t) {
-				return Errorf(CodeInvalid, "unknown event type %q: use %s", t, listOrNone(record.EventTypes))
+				return services.Errorf(services.CodeInvalid, "unknown event type %q: use %s", t, services.ListOrNone(record.EventTypes))
 			}
 		}
 	}
 	if in.Namespaces != nil {
 		for _, ns := range *in.Namespaces {
-			if err := ValidateNamespace(ns); err != nil {
+			if err := services.ValidateNamespace(ns); err != nil {
 				return err
 			}
 		}
 	}
 	if in.Format != nil && *in.Format != FormatStandard && *in.Format != FormatSlack {
-		return Errorf(CodeInvalid, "unknown format %q: use standard or slack", *in.Format)
+		return services.Errorf(services.CodeInvalid, "unknown format %q: use standard or slack", *in.Format)
 	}
 	if in.Description != nil && (len(*in.Description) > 1024 || !printableText(*in.Description)) {
-		return Errorf(CodeInvalid, "field \"description\" must be at most 1024 bytes of text")
+		return services.Errorf(services.CodeInvalid, "field \"description\" must be at most 1024 bytes of text")
 	}
 	return nil
 }
 
 func printableText(s string) bool {
-	return printable(strings.Map(func(r rune) rune {
+	return services.Printable(strings.Map(func(r rune) rune {
 		if r == '\n' || r == '\t' {
 			return ' '
 		}
@@ -135,7 +137,7 @@ func jsonList[T ~string](xs []T) string {
 
 func toEndpoint(m models.WebhookEndpoint) *Endpoint {
 	e := &Endpoint{ID: m.ID, URL: m.URL, Format: m.Format, Description: m.Description, Enabled: m.Enabled,
-		DisabledReason: m.DisabledReason, FailingSince: utcPtr(m.FailingSince), CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
+		DisabledReason: m.DisabledReason, FailingSince: services.UTCPtr(m.FailingSince), CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
 	_ = json.Unmarshal([]byte(m.EventTypes), &e.EventTypes)
 	_ = json.Unmarshal([]byte(m.Namespaces), &e.Namespaces)
 	if e.Namespaces == nil {
@@ -144,15 +146,15 @@ func toEndpoint(m models.WebhookEndpoint) *Endpoint {
 	return e
 }
 
-func adminOnly(p Principal) error {
-	if p.Role != RoleAdmin {
-		return Errorf(CodeForbidden, "only admins manage webhook endpoints")
+func adminOnly(p services.Principal) error {
+	if p.Role != services.RoleAdmin {
+		return services.Errorf(services.CodeForbidden, "only admins manage webhook endpoints")
 	}
 	return nil
 }
 
 // CreateEndpoint adds an endpoint and returns it with its secret.
-func (w *Webhooks) CreateEndpoint(ctx context.Context, p Principal, in EndpointInput) (*Endpoint, error) {
+func (w *Webhooks) CreateEndpoint(ctx context.Context, p services.Principal, in EndpointInput) (*Endpoint, error) {
 	if err := adminOnly(p); err != nil {
 		return nil, err
 	}
@@ -160,7 +162,7 @@ func (w *Webhooks) CreateEndpoint(ctx context.Context, p Principal, in EndpointI
 		return nil, err
 	}
 	now := w.now()
-	m := models.WebhookEndpoint{ID: newID(), URL: *in.URL, EventTypes: jsonList(*in.EventTypes), Namespaces: "[]",
+	m := models.WebhookEndpoint{ID: driver.NewID(), URL: *in.URL, EventTypes: jsonList(*in.EventTypes), Namespaces: "[]",
 		Format: FormatStandard, Enabled: true, Secret: newWebhookSecret(), CreatedAt: now, UpdatedAt: now}
 	if in.Namespaces != nil {
 		m.Namespaces = jsonList(*in.Namespaces)
@@ -174,8 +176,8 @@ func (w *Webhooks) CreateEndpoint(ctx context.Context, p Principal, in EndpointI
 	if in.Enabled != nil {
 		m.Enabled = *in.Enabled
 	}
-	if err := w.st.wdb.WithContext(ctx).Create(&m).Error; err != nil {
-		return nil, dbError("webhooks: create endpoint", err)
+	if err := w.st.GormWriter().WithContext(ctx).Create(&m).Error; err != nil {
+		return nil, services.DBError("webhooks: create endpoint", err)
 	}
 	e := toEndpoint(m)
 	e.Secret = m.Secret
@@ -185,20 +187,20 @@ func (w *Webhooks) CreateEndpoint(ctx context.Context, p Principal, in EndpointI
 func (w *Webhooks) find(ctx context.Context, id string) (models.WebhookEndpoint, error) {
 	var m models.WebhookEndpoint
 	if _, err := uuid.Parse(id); err != nil {
-		return m, Errorf(CodeNotFound, "no webhook endpoint has id %q", id)
+		return m, services.Errorf(services.CodeNotFound, "no webhook endpoint has id %q", id)
 	}
-	err := w.st.db.WithContext(ctx).Where("id = ?", id).Limit(1).Find(&m).Error
+	err := w.st.Gorm().WithContext(ctx).Where("id = ?", id).Limit(1).Find(&m).Error
 	if err != nil {
-		return m, dbError("webhooks: find endpoint", err)
+		return m, services.DBError("webhooks: find endpoint", err)
 	}
 	if m.ID == "" {
-		return m, Errorf(CodeNotFound, "no webhook endpoint has id %q", id)
+		return m, services.Errorf(services.CodeNotFound, "no webhook endpoint has id %q", id)
 	}
 	return m, nil
 }
 
 // Endpoint returns one endpoint (without its secret).
-func (w *Webhooks) Endpoint(ctx context.Context, p Principal, id string) (*Endpoint, error) {
+func (w *Webhooks) Endpoint(ctx context.Context, p services.Principal, id string) (*Endpoint, error) {
 	if err := adminOnly(p); err != nil {
 		return nil, err
 	}
@@ -210,13 +212,13 @@ func (w *Webhooks) Endpoint(ctx context.Context, p Principal, id string) (*Endpo
 }
 
 // Endpoints lists every endpoint, oldest first.
-func (w *Webhooks) Endpoints(ctx context.Context, p Principal) ([]*Endpoint, error) {
+func (w *Webhooks) Endpoints(ctx context.Context, p services.Principal) ([]*Endpoint, error) {
 	if err := adminOnly(p); err != nil {
 		return nil, err
 	}
 	var ms []models.WebhookEndpoint
-	if err := w.st.db.WithContext(ctx).Order("created_at, id").Find(&ms).Error; err != nil {
-		return nil, dbError("webhooks: list endpoints", err)
+	if err := w.st.Gorm().WithContext(ctx).Order("created_at, id").Find(&ms).Error; err != nil {
+		return nil, services.DBError("webhooks: list endpoints", err)
 	}
 	out := make([]*Endpoint, 0, len(ms))
 	for _, m := range ms {
@@ -227,7 +229,7 @@ func (w *Webhooks) Endpoints(ctx context.Context, p Principal) ([]*Endpoint, err
 
 // UpdateEndpoint changes the given fields. Enabling an endpoint clears why it
 // was disabled and its failure streak.
-func (w *Webhooks) UpdateEndpoint(ctx context.Context, p Principal, id string, in EndpointInput) (*Endpoint, error) {
+func (w *Webhooks) UpdateEndpoint(ctx context.Context, p services.Principal, id string, in EndpointInput) (*Endpoint, error) {
 	if err := adminOnly(p); err != nil {
 		return nil, err
 	}
@@ -264,27 +266,27 @@ func (w *Webhooks) UpdateEndpoint(ctx context.Context, p Principal, id string, i
 			set["disabled_reason"] = "disabled by an admin"
 		}
 	}
-	if err := w.st.wdb.WithContext(ctx).Model(&models.WebhookEndpoint{}).Where("id = ?", id).Updates(set).Error; err != nil {
-		return nil, dbError("webhooks: update endpoint", err)
+	if err := w.st.GormWriter().WithContext(ctx).Model(&models.WebhookEndpoint{}).Where("id = ?", id).Updates(set).Error; err != nil {
+		return nil, services.DBError("webhooks: update endpoint", err)
 	}
 	return w.Endpoint(ctx, p, id)
 }
 
 // DeleteEndpoint removes an endpoint with its deliveries.
-func (w *Webhooks) DeleteEndpoint(ctx context.Context, p Principal, id string) error {
+func (w *Webhooks) DeleteEndpoint(ctx context.Context, p services.Principal, id string) error {
 	if err := adminOnly(p); err != nil {
 		return err
 	}
 	if _, err := w.find(ctx, id); err != nil {
 		return err
 	}
-	err := w.st.wdb.WithContext(ctx).Where("id = ?", id).Delete(&models.WebhookEndpoint{}).Error
-	return dbErrorOrNil("webhooks: delete endpoint", err)
+	err := w.st.GormWriter().WithContext(ctx).Where("id = ?", id).Delete(&models.WebhookEndpoint{}).Error
+	return services.DBErrorOrNil("webhooks: delete endpoint", err)
 }
 
 // RotateSecret gives the endpoint a new secret. The old one keeps signing
 // beside it for 24 hours, so receivers can switch without losing messages.
-func (w *Webhooks) RotateSecret(ctx context.Context, p Principal, id string) (*Endpoint, error) {
+func (w *Webhooks) RotateSecret(ctx context.Context, p services.Principal, id string) (*Endpoint, error) {
 	if err := adminOnly(p); err != nil {
 		return nil, err
 	}
@@ -295,10 +297,10 @@ func (w *Webhooks) RotateSecret(ctx context.Context, p Principal, id string) (*E
 	now := w.now()
 	secret := newWebhookSecret()
 	until := now.Add(secretOverlap)
-	err = w.st.wdb.WithContext(ctx).Model(&models.WebhookEndpoint{}).Where("id = ?", id).Updates(map[string]any{
+	err = w.st.GormWriter().WithContext(ctx).Model(&models.WebhookEndpoint{}).Where("id = ?", id).Updates(map[string]any{
 		"secret": secret, "previous_secret": m.Secret, "previous_secret_until": until, "updated_at": now}).Error
 	if err != nil {
-		return nil, dbError("webhooks: rotate secret", err)
+		return nil, services.DBError("webhooks: rotate secret", err)
 	}
 	e, err := w.Endpoint(ctx, p, id)
 	if err != nil {
@@ -309,7 +311,7 @@ func (w *Webhooks) RotateSecret(ctx context.Context, p Principal, id string) (*E
 }
 
 // SendTest queues a webhook.test message for one endpoint.
-func (w *Webhooks) SendTest(ctx context.Context, p Principal, id string) (*Delivery, error) {
+func (w *Webhooks) SendTest(ctx context.Context, p services.Principal, id string) (*Delivery, error) {
 	if err := adminOnly(p); err != nil {
 		return nil, err
 	}
@@ -317,9 +319,9 @@ func (w *Webhooks) SendTest(ctx context.Context, p Principal, id string) (*Deliv
 		return nil, err
 	}
 	now := w.now()
-	msgID, delID := newID(), newID()
-	body, _ := json.Marshal(MessageBody{Type: record.EventTest, Timestamp: now, Data: MessageData{Endpoint: &id}})
-	err := w.st.wdb.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	msgID, delID := driver.NewID(), driver.NewID()
+	body, _ := json.Marshal(services.MessageBody{Type: record.EventTest, Timestamp: now, Data: services.MessageData{Endpoint: &id}})
+	err := w.st.GormWriter().WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(&models.WebhookMessage{ID: msgID, EventType: string(record.EventTest), Payload: body, CreatedAt: now}).Error; err != nil {
 			return err
 		}
@@ -327,7 +329,7 @@ func (w *Webhooks) SendTest(ctx context.Context, p Principal, id string) (*Deliv
 			NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}).Error
 	})
 	if err != nil {
-		return nil, dbError("webhooks: queue test", err)
+		return nil, services.DBError("webhooks: queue test", err)
 	}
 	w.wake()
 	return w.Delivery(ctx, p, delID)
@@ -395,11 +397,11 @@ func scanDelivery(row interface{ Scan(dest ...any) error }) (*Delivery, error) {
 }
 
 func (w *Webhooks) deliveries(ctx context.Context, where string, limit int, args ...any) ([]*Delivery, error) {
-	rows, err := w.st.db.WithContext(ctx).Raw(`SELECT `+deliveryColumns+` FROM webhook_deliveries d
+	rows, err := w.st.Gorm().WithContext(ctx).Raw(`SELECT `+deliveryColumns+` FROM webhook_deliveries d
 		JOIN webhook_messages m ON m.id = d.message_id WHERE `+where+` ORDER BY d.created_at DESC, d.id DESC LIMIT `+
 		strconv.Itoa(limit), args...).Rows()
 	if err != nil {
-		return nil, dbError("webhooks: list deliveries", err)
+		return nil, services.DBError("webhooks: list deliveries", err)
 	}
 	var out []*Delivery
 	byID := map[string]*Delivery{}
@@ -407,14 +409,14 @@ func (w *Webhooks) deliveries(ctx context.Context, where string, limit int, args
 		d, err := scanDelivery(rows)
 		if err != nil {
 			rows.Close()
-			return nil, dbError("webhooks: list deliveries", err)
+			return nil, services.DBError("webhooks: list deliveries", err)
 		}
 		out = append(out, d)
 		byID[d.ID] = d
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, dbError("webhooks: list deliveries", err)
+		return nil, services.DBError("webhooks: list deliveries", err)
 	}
 	if len(out) == 0 {
 		return []*Delivery{}, nil
@@ -424,8 +426,8 @@ func (w *Webhooks) deliveries(ctx context.Context, where string, limit int, args
 		ids = append(ids, d.ID)
 	}
 	var attempts []models.WebhookAttempt
-	if err := w.st.db.WithContext(ctx).Where("delivery_id IN ?", ids).Order("attempted_at, id").Find(&attempts).Error; err != nil {
-		return nil, dbError("webhooks: list attempts", err)
+	if err := w.st.Gorm().WithContext(ctx).Where("delivery_id IN ?", ids).Order("attempted_at, id").Find(&attempts).Error; err != nil {
+		return nil, services.DBError("webhooks: list attempts", err)
 	}
 	for _, a := range attempts {
 		d := byID[a.DeliveryID]
@@ -437,7 +439,7 @@ func (w *Webhooks) deliveries(ctx context.Context, where string, limit int, args
 
 // EndpointDeliveries lists an endpoint's newest deliveries with their
 // attempts.
-func (w *Webhooks) EndpointDeliveries(ctx context.Context, p Principal, endpointID string, limit int) ([]*Delivery, error) {
+func (w *Webhooks) EndpointDeliveries(ctx context.Context, p services.Principal, endpointID string, limit int) ([]*Delivery, error) {
 	if err := adminOnly(p); err != nil {
 		return nil, err
 	}
@@ -449,43 +451,43 @@ func (w *Webhooks) EndpointDeliveries(ctx context.Context, p Principal, endpoint
 
 // ActionDeliveries lists the deliveries an action's changes caused, for
 // anyone who may see the action.
-func (w *Webhooks) ActionDeliveries(ctx context.Context, p Principal, a *record.Action) ([]*Delivery, error) {
+func (w *Webhooks) ActionDeliveries(ctx context.Context, p services.Principal, a *record.Action) ([]*Delivery, error) {
 	if !p.Sees(a.Namespace) {
-		return nil, Errorf(CodeNotFound, "no action has id %q", a.ID)
+		return nil, services.Errorf(services.CodeNotFound, "no action has id %q", a.ID)
 	}
 	return w.deliveries(ctx, "m.action_id = ?", 200, a.ID)
 }
 
 // Delivery returns one delivery with its attempts.
-func (w *Webhooks) Delivery(ctx context.Context, p Principal, id string) (*Delivery, error) {
+func (w *Webhooks) Delivery(ctx context.Context, p services.Principal, id string) (*Delivery, error) {
 	if err := adminOnly(p); err != nil {
 		return nil, err
 	}
 	if _, err := uuid.Parse(id); err != nil {
-		return nil, Errorf(CodeNotFound, "no delivery has id %q", id)
+		return nil, services.Errorf(services.CodeNotFound, "no delivery has id %q", id)
 	}
 	ds, err := w.deliveries(ctx, "d.id = ?", 1, id)
 	if err != nil {
 		return nil, err
 	}
 	if len(ds) == 0 {
-		return nil, Errorf(CodeNotFound, "no delivery has id %q", id)
+		return nil, services.Errorf(services.CodeNotFound, "no delivery has id %q", id)
 	}
 	return ds[0], nil
 }
 
 // Redeliver sends a delivery's message to its endpoint again, as a new
 // delivery with the same webhook-id, whatever became of the old one.
-func (w *Webhooks) Redeliver(ctx context.Context, p Principal, id string) (*Delivery, error) {
+func (w *Webhooks) Redeliver(ctx context.Context, p services.Principal, id string) (*Delivery, error) {
 	old, err := w.Delivery(ctx, p, id)
 	if err != nil {
 		return nil, err
 	}
 	now := w.now()
-	d := models.WebhookDelivery{ID: newID(), MessageID: old.MessageID, EndpointID: old.EndpointID, State: DeliveryPending,
+	d := models.WebhookDelivery{ID: driver.NewID(), MessageID: old.MessageID, EndpointID: old.EndpointID, State: DeliveryPending,
 		NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
-	if err := w.st.wdb.WithContext(ctx).Create(&d).Error; err != nil {
-		return nil, dbError("webhooks: redeliver", err)
+	if err := w.st.GormWriter().WithContext(ctx).Create(&d).Error; err != nil {
+		return nil, services.DBError("webhooks: redeliver", err)
 	}
 	w.wake()
 	return w.Delivery(ctx, p, d.ID)
@@ -497,3 +499,7 @@ func clampLimit(n int) int {
 	}
 	return n
 }
+
+// SetClock replaces the service's clock (secret rotation deadlines), for
+// tests.
+func (w *Webhooks) SetClock(now func() time.Time) { w.now = now }

@@ -1,4 +1,4 @@
-package services
+package accounts
 
 import (
 	"context"
@@ -16,13 +16,9 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/arbiter-ledger/arbiter/models"
+	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/services/driver"
 )
-
-// RoleViewer may read everything in the dashboard and decide nothing.
-const RoleViewer Role = "viewer"
-
-// UserRoles are the roles of dashboard users.
-var UserRoles = []Role{RoleViewer, RoleOperator, RoleAdmin}
 
 // Session defaults (OWASP ASVS 3.3).
 const (
@@ -40,47 +36,44 @@ const (
 	maxLock             = 15 * time.Minute
 )
 
-// CodeTooManyAttempts answers a throttled sign-in.
-const CodeTooManyAttempts = "too_many_attempts"
-
 // Accounts manages dashboard users and their sessions.
 type Accounts struct {
-	st              *Store
+	st              *services.Store
 	now             func() time.Time
 	IdleTimeout     time.Duration
 	AbsoluteTimeout time.Duration
 }
 
-// NewAccounts returns the account service on st with default timeouts.
-func NewAccounts(st *Store) *Accounts {
-	return &Accounts{st: st, now: utcNow, IdleTimeout: DefaultIdleTimeout, AbsoluteTimeout: DefaultAbsoluteTimeout}
+// New returns the account service on st with default timeouts.
+func New(st *services.Store) *Accounts {
+	return &Accounts{st: st, now: services.Now, IdleTimeout: DefaultIdleTimeout, AbsoluteTimeout: DefaultAbsoluteTimeout}
 }
 
 // UserPrincipal is the principal a signed-in user acts as.
-func UserPrincipal(u models.User) Principal {
-	return Principal{Kind: "user", ID: u.ID, Name: u.Email, Role: Role(u.Role)}
+func UserPrincipal(u models.User) services.Principal {
+	return services.Principal{Kind: "user", ID: u.ID, Name: u.Email, Role: services.Role(u.Role)}
 }
 
 func normalizeEmail(email string) (string, error) {
 	email = strings.ToLower(strings.TrimSpace(email))
 	a, err := mail.ParseAddress(email)
 	if err != nil || a.Address != email || len(email) > 254 {
-		return "", Errorf(CodeInvalid, "%q is not an email address", email)
+		return "", services.Errorf(services.CodeInvalid, "%q is not an email address", email)
 	}
 	return email, nil
 }
 
-func validUserRole(r Role) error {
-	for _, x := range UserRoles {
+func validUserRole(r services.Role) error {
+	for _, x := range services.UserRoles {
 		if x == r {
 			return nil
 		}
 	}
-	return Errorf(CodeInvalid, "unknown role %q: use viewer, operator or admin", r)
+	return services.Errorf(services.CodeInvalid, "unknown role %q: use viewer, operator or admin", r)
 }
 
 // CreateUser adds a user.
-func (a *Accounts) CreateUser(ctx context.Context, email string, role Role, password string) (models.User, error) {
+func (a *Accounts) CreateUser(ctx context.Context, email string, role services.Role, password string) (models.User, error) {
 	email, err := normalizeEmail(email)
 	if err != nil {
 		return models.User{}, err
@@ -92,13 +85,13 @@ func (a *Accounts) CreateUser(ctx context.Context, email string, role Role, pass
 		return models.User{}, err
 	}
 	now := a.now()
-	u := models.User{ID: newID(), Email: email, Role: string(role), PasswordHash: hashPassword(password), CreatedAt: now, UpdatedAt: now}
-	res := a.st.wdb.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&u)
+	u := models.User{ID: driver.NewID(), Email: email, Role: string(role), PasswordHash: hashPassword(password), CreatedAt: now, UpdatedAt: now}
+	res := a.st.GormWriter().WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&u)
 	if res.Error != nil {
-		return models.User{}, dbError("accounts: create user", res.Error)
+		return models.User{}, services.DBError("accounts: create user", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return models.User{}, Errorf(CodeConflict, "a user with email %q exists", email)
+		return models.User{}, services.Errorf(services.CodeConflict, "a user with email %q exists", email)
 	}
 	return u, nil
 }
@@ -107,15 +100,15 @@ func (a *Accounts) CreateUser(ctx context.Context, email string, role Role, pass
 // users at all, and returns the password; created is false otherwise.
 func (a *Accounts) EnsureAdmin(ctx context.Context) (email, password string, created bool, err error) {
 	var n int64
-	if err := a.st.db.WithContext(ctx).Model(&models.User{}).Count(&n).Error; err != nil {
-		return "", "", false, dbError("accounts: count users", err)
+	if err := a.st.Gorm().WithContext(ctx).Model(&models.User{}).Count(&n).Error; err != nil {
+		return "", "", false, services.DBError("accounts: count users", err)
 	}
 	if n > 0 {
 		return "", "", false, nil
 	}
 	password = randomToken(20)
-	_, err = a.CreateUser(ctx, "admin@localhost", RoleAdmin, password)
-	if errors.Is(err, ErrConflict) {
+	_, err = a.CreateUser(ctx, "admin@localhost", services.RoleAdmin, password)
+	if errors.Is(err, services.ErrConflict) {
 		return "", "", false, nil // another replica was first
 	}
 	if err != nil {
@@ -136,19 +129,19 @@ func (a *Accounts) UserByEmail(ctx context.Context, email string) (models.User, 
 // User returns one user by id.
 func (a *Accounts) User(ctx context.Context, id string) (models.User, error) {
 	if _, err := uuid.Parse(id); err != nil {
-		return models.User{}, Errorf(CodeNotFound, "no such user")
+		return models.User{}, services.Errorf(services.CodeNotFound, "no such user")
 	}
 	return a.findUser(ctx, "id = ?", id)
 }
 
 func (a *Accounts) findUser(ctx context.Context, where string, arg any) (models.User, error) {
 	var u models.User
-	err := a.st.db.WithContext(ctx).Where(where, arg).Limit(1).Find(&u).Error
+	err := a.st.Gorm().WithContext(ctx).Where(where, arg).Limit(1).Find(&u).Error
 	if err != nil {
-		return u, dbError("accounts: find user", err)
+		return u, services.DBError("accounts: find user", err)
 	}
 	if u.ID == "" {
-		return u, Errorf(CodeNotFound, "no such user")
+		return u, services.Errorf(services.CodeNotFound, "no such user")
 	}
 	return u, nil
 }
@@ -156,8 +149,8 @@ func (a *Accounts) findUser(ctx context.Context, where string, arg any) (models.
 // Users lists every user by email.
 func (a *Accounts) Users(ctx context.Context) ([]models.User, error) {
 	var out []models.User
-	err := a.st.db.WithContext(ctx).Order("email").Find(&out).Error
-	return out, dbErrorOrNil("accounts: list users", err)
+	err := a.st.Gorm().WithContext(ctx).Order("email").Find(&out).Error
+	return out, services.DBErrorOrNil("accounts: list users", err)
 }
 
 // SetPassword changes a user's password and ends their sessions.
@@ -169,7 +162,7 @@ func (a *Accounts) SetPassword(ctx context.Context, userID, password string) err
 }
 
 // SetRole changes a user's role.
-func (a *Accounts) SetRole(ctx context.Context, userID string, role Role) error {
+func (a *Accounts) SetRole(ctx context.Context, userID string, role services.Role) error {
 	if err := validUserRole(role); err != nil {
 		return err
 	}
@@ -188,12 +181,12 @@ func (a *Accounts) SetDisabled(ctx context.Context, userID string, disabled bool
 
 func (a *Accounts) updateUser(ctx context.Context, userID string, set map[string]any, endSessions bool) error {
 	set["updated_at"] = a.now()
-	res := a.st.wdb.WithContext(ctx).Model(&models.User{}).Where("id = ?", userID).Updates(set)
+	res := a.st.GormWriter().WithContext(ctx).Model(&models.User{}).Where("id = ?", userID).Updates(set)
 	if res.Error != nil {
-		return dbError("accounts: update user", res.Error)
+		return services.DBError("accounts: update user", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return Errorf(CodeNotFound, "no such user")
+		return services.Errorf(services.CodeNotFound, "no such user")
 	}
 	if endSessions {
 		return a.EndSessions(ctx, userID)
@@ -203,8 +196,8 @@ func (a *Accounts) updateUser(ctx context.Context, userID string, set map[string
 
 // EndSessions signs a user out everywhere.
 func (a *Accounts) EndSessions(ctx context.Context, userID string) error {
-	err := a.st.wdb.WithContext(ctx).Where("user_id = ?", userID).Delete(&models.Session{}).Error
-	return dbErrorOrNil("accounts: end sessions", err)
+	err := a.st.GormWriter().WithContext(ctx).Where("user_id = ?", userID).Delete(&models.Session{}).Error
+	return services.DBErrorOrNil("accounts: end sessions", err)
 }
 
 // Session is a signed-in browser as the web layer sees it.
@@ -228,13 +221,13 @@ func (a *Accounts) SignIn(ctx context.Context, email, password, address, userAge
 		if until, err := a.lockedUntil(ctx, s, now); err != nil {
 			return Session{}, err
 		} else if until != nil {
-			return Session{}, Errorf(CodeTooManyAttempts, "too many failed sign-ins; try again after %s", until.Format(time.RFC3339))
+			return Session{}, services.Errorf(services.CodeTooManyAttempts, "too many failed sign-ins; try again after %s", until.Format(time.RFC3339))
 		}
 	}
 	var u models.User
 	if norm != "" {
-		if err := a.st.db.WithContext(ctx).Where("email = ?", norm).Limit(1).Find(&u).Error; err != nil {
-			return Session{}, dbError("accounts: sign in", err)
+		if err := a.st.Gorm().WithContext(ctx).Where("email = ?", norm).Limit(1).Find(&u).Error; err != nil {
+			return Session{}, services.DBError("accounts: sign in", err)
 		}
 	}
 	hash := u.PasswordHash
@@ -248,16 +241,16 @@ func (a *Accounts) SignIn(ctx context.Context, email, password, address, userAge
 				return Session{}, err
 			}
 		}
-		return Session{}, Errorf(CodeUnauthorized, "wrong email or password")
+		return Session{}, services.Errorf(services.CodeUnauthorized, "wrong email or password")
 	}
-	if err := a.st.wdb.WithContext(ctx).Where("subject IN ?", subjects[1:]).Delete(&models.SignInFailure{}).Error; err != nil {
-		return Session{}, dbError("accounts: sign in", err)
+	if err := a.st.GormWriter().WithContext(ctx).Where("subject IN ?", subjects[1:]).Delete(&models.SignInFailure{}).Error; err != nil {
+		return Session{}, services.DBError("accounts: sign in", err)
 	}
 	token := randomBytes64(32)
 	s := models.Session{TokenHash: tokenHash(token), UserID: u.ID, CSRFToken: randomBytes64(32), CreatedAt: now,
 		LastSeenAt: now, ExpiresAt: now.Add(a.AbsoluteTimeout), Address: address, UserAgent: truncate(userAgent, 512)}
-	if err := a.st.wdb.WithContext(ctx).Create(&s).Error; err != nil {
-		return Session{}, dbError("accounts: create session", err)
+	if err := a.st.GormWriter().WithContext(ctx).Create(&s).Error; err != nil {
+		return Session{}, services.DBError("accounts: create session", err)
 	}
 	return Session{Token: token, CSRF: s.CSRFToken, User: u}, nil
 }
@@ -267,32 +260,32 @@ func (a *Accounts) SignIn(ctx context.Context, email, password, address, userAge
 // disabled.
 func (a *Accounts) Session(ctx context.Context, token string) (Session, error) {
 	if token == "" {
-		return Session{}, ErrUnauthorized
+		return Session{}, services.ErrUnauthorized
 	}
 	now := a.now()
 	var s models.Session
 	h := tokenHash(token)
-	if err := a.st.db.WithContext(ctx).Where("token_hash = ?", h).Limit(1).Find(&s).Error; err != nil {
-		return Session{}, dbError("accounts: find session", err)
+	if err := a.st.Gorm().WithContext(ctx).Where("token_hash = ?", h).Limit(1).Find(&s).Error; err != nil {
+		return Session{}, services.DBError("accounts: find session", err)
 	}
 	if s.UserID == "" {
-		return Session{}, ErrUnauthorized
+		return Session{}, services.ErrUnauthorized
 	}
 	if now.After(s.ExpiresAt) || now.Sub(s.LastSeenAt) > a.IdleTimeout {
-		a.st.wdb.WithContext(ctx).Where("token_hash = ?", h).Delete(&models.Session{})
-		return Session{}, ErrUnauthorized
+		a.st.GormWriter().WithContext(ctx).Where("token_hash = ?", h).Delete(&models.Session{})
+		return Session{}, services.ErrUnauthorized
 	}
 	u, err := a.User(ctx, s.UserID)
 	if err != nil || u.DisabledAt != nil {
-		if errors.Is(err, ErrUnavailable) {
+		if errors.Is(err, services.ErrUnavailable) {
 			return Session{}, err
 		}
-		return Session{}, ErrUnauthorized
+		return Session{}, services.ErrUnauthorized
 	}
 	if now.Sub(s.LastSeenAt) > sessionTouchEvery {
-		if err := a.st.wdb.WithContext(ctx).Model(&models.Session{}).Where("token_hash = ?", h).
+		if err := a.st.GormWriter().WithContext(ctx).Model(&models.Session{}).Where("token_hash = ?", h).
 			Update("last_seen_at", now).Error; err != nil {
-			return Session{}, dbError("accounts: touch session", err)
+			return Session{}, services.DBError("accounts: touch session", err)
 		}
 	}
 	return Session{CSRF: s.CSRFToken, User: u}, nil
@@ -300,14 +293,14 @@ func (a *Accounts) Session(ctx context.Context, token string) (Session, error) {
 
 // SignOut ends the session of a cookie token.
 func (a *Accounts) SignOut(ctx context.Context, token string) error {
-	err := a.st.wdb.WithContext(ctx).Where("token_hash = ?", tokenHash(token)).Delete(&models.Session{}).Error
-	return dbErrorOrNil("accounts: sign out", err)
+	err := a.st.GormWriter().WithContext(ctx).Where("token_hash = ?", tokenHash(token)).Delete(&models.Session{}).Error
+	return services.DBErrorOrNil("accounts: sign out", err)
 }
 
 func (a *Accounts) lockedUntil(ctx context.Context, subject string, now time.Time) (*time.Time, error) {
 	var f models.SignInFailure
-	if err := a.st.db.WithContext(ctx).Where("subject = ?", subject).Limit(1).Find(&f).Error; err != nil {
-		return nil, dbError("accounts: throttle", err)
+	if err := a.st.Gorm().WithContext(ctx).Where("subject = ?", subject).Limit(1).Find(&f).Error; err != nil {
+		return nil, services.DBError("accounts: throttle", err)
 	}
 	if f.LockedUntil != nil && f.LockedUntil.After(now) {
 		return f.LockedUntil, nil
@@ -320,10 +313,10 @@ func (a *Accounts) recordFailure(ctx context.Context, subject string, now time.T
 	if strings.HasPrefix(subject, "address:") {
 		limit = addressFailureLimit
 	}
-	return a.st.wdb.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return a.st.GormWriter().WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var f models.SignInFailure
 		if err := tx.Where("subject = ?", subject).Limit(1).Find(&f).Error; err != nil {
-			return dbError("accounts: throttle", err)
+			return services.DBError("accounts: throttle", err)
 		}
 		if f.Subject == "" || now.Sub(f.WindowStart) > failureWindow {
 			f = models.SignInFailure{Subject: subject, WindowStart: now}
@@ -336,7 +329,7 @@ func (a *Accounts) recordFailure(ctx context.Context, subject string, now time.T
 			f.LockedUntil = &until
 		}
 		err := tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&f).Error
-		return dbErrorOrNil("accounts: throttle", err)
+		return services.DBErrorOrNil("accounts: throttle", err)
 	})
 }
 
