@@ -3,7 +3,6 @@ package pgdriver
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,64 +25,12 @@ const (
 	occurred_at, recorded_at`
 )
 
-type scanner interface{ Scan(dest ...any) error }
-
-func scanAction(row scanner, head ...any) (*record.Action, error) {
-	var a record.Action
-	var lease, deadline sql.NullTime
-	var params, result []byte
-	err := row.Scan(append(head, &a.ID, &a.Namespace, &a.Key, &a.Tool, &a.Effect, &a.Status, &a.Attempt, &a.Version,
-		&lease, &deadline, &a.Reference, &a.Agent, &a.RunID, &a.Fingerprint, &params, &result, &a.ExternalRef,
-		&a.Retriable, &a.EntrySeq, &a.CreatedAt, &a.UpdatedAt)...)
-	if err != nil {
-		return nil, err
-	}
-	a.LeaseUntil, a.Deadline = utcOrNil(lease), utcOrNil(deadline)
-	a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
-	a.Params = params
-	if len(result) > 0 && string(result) != "null" {
-		a.Result = result
-	}
-	return &a, nil
-}
-
-func utcOrNil(t sql.NullTime) *time.Time {
-	if !t.Valid {
-		return nil
-	}
-	u := t.Time.UTC()
-	return &u
-}
-
-func scanActions(rows *sql.Rows, err error) ([]*record.Action, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*record.Action
-	for rows.Next() {
-		a, err := scanAction(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
-}
-
-func one(a *record.Action, err error) (*record.Action, error) {
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, driver.ErrNotFound
-	}
-	return a, err
-}
-
 func (e *executor) ActionGetByID(ctx context.Context, id string) (*record.Action, error) {
-	return one(scanAction(e.q.QueryRowContext(ctx, `SELECT `+actionColumns+` FROM actions WHERE id = $1`, id)))
+	return driver.OneAction(driver.ScanAction(e.q.QueryRowContext(ctx, `SELECT `+actionColumns+` FROM actions WHERE id = $1`, id)))
 }
 
 func (e *executor) ActionGetByKey(ctx context.Context, namespace, key string) (*record.Action, error) {
-	return one(scanAction(e.q.QueryRowContext(ctx,
+	return driver.OneAction(driver.ScanAction(e.q.QueryRowContext(ctx,
 		`SELECT `+actionColumns+` FROM actions WHERE namespace = $1 AND key = $2`, namespace, key)))
 }
 
@@ -128,7 +75,7 @@ func (e *executor) ActionList(ctx context.Context, p *driver.ActionListParams) (
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	q += fmt.Sprintf(` ORDER BY id DESC LIMIT %d`, p.Limit)
-	return scanActions(e.q.QueryContext(ctx, q, args...))
+	return driver.ScanActions(e.q.QueryContext(ctx, q, args...))
 }
 
 // outbox ends a statement whose CTE src returns changed actions (id,
@@ -224,7 +171,7 @@ func (e *executor) ActionInsertMany(ctx context.Context, chs []*driver.Change) (
 		effects, statuses, attempts = append(effects, string(a.Effect)), append(statuses, string(a.Status)), append(attempts, a.Attempt)
 		leases, deadlines = append(leases, a.LeaseUntil), append(deadlines, a.Deadline)
 		refs, agents, runs = append(refs, a.Reference), append(agents, a.Agent), append(runs, a.RunID)
-		fps, params, results = append(fps, a.Fingerprint), append(params, string(a.Params)), append(results, jsonText(a.Result))
+		fps, params, results = append(fps, a.Fingerprint), append(params, string(a.Params)), append(results, driver.JSONText(a.Result))
 		extRefs, retriable, created = append(extRefs, a.ExternalRef), append(retriable, a.Retriable), append(created, a.CreatedAt)
 		entryIDs, types, kinds, actors = append(entryIDs, en.ID), append(types, string(en.Type)), append(kinds, string(en.Actor.Kind)),
 			append(actors, en.Actor.Name)
@@ -249,14 +196,6 @@ func (e *executor) ActionInsertMany(ctx context.Context, chs []*driver.Change) (
 		chs[i].Entry.Seq, chs[i].Next.EntrySeq = 1, 1
 	}
 	return written, nil
-}
-
-func jsonText(b []byte) *string {
-	if b == nil {
-		return nil
-	}
-	s := string(b)
-	return &s
 }
 
 // alertsJSON is the JSON array of a change's alerts that the outbox reads
@@ -346,7 +285,7 @@ func (e *executor) ActionUpdateMany(ctx context.Context, chs []*driver.Change) (
 		n, en := ch.Next, &ch.Entry
 		byID[n.ID] = i
 		ids[j], versions[j], statuses[j], attempts[j], newVersions[j] = n.ID, ch.Prev.Version, string(n.Status), n.Attempt, n.Version
-		leases[j], deadlines[j], results[j], externalRefs[j] = n.LeaseUntil, n.Deadline, jsonText(n.Result), n.ExternalRef
+		leases[j], deadlines[j], results[j], externalRefs[j] = n.LeaseUntil, n.Deadline, driver.JSONText(n.Result), n.ExternalRef
 		retriable[j], updatedAt[j] = n.Retriable, n.UpdatedAt
 		entryIDs[j], entryTypes[j], kinds[j], actors[j] = en.ID, string(en.Type), string(en.Actor.Kind), en.Actor.Name
 		entryAttempts[j], payloads[j], occurred[j], recordedAt[j] = en.Attempt, string(en.Payload), en.OccurredAt, en.RecordedAt
@@ -416,35 +355,18 @@ func (e *executor) ActionDueList(ctx context.Context, p *driver.ActionDueListPar
 		args = append(args, *p.After.Deadline, p.After.ID)
 	}
 	q += fmt.Sprintf(` ORDER BY deadline, id LIMIT %d`, p.Limit)
-	return scanActions(e.q.QueryContext(ctx, q, args...))
+	return driver.ScanActions(e.q.QueryContext(ctx, q, args...))
 }
 
 func (e *executor) ActionCountByStatus(ctx context.Context) (map[record.Status]int64, error) {
 	rows, err := e.q.QueryContext(ctx, `SELECT status, count(*) FROM actions GROUP BY status`)
-	return countRows[record.Status](rows, err)
-}
-
-func countRows[K ~string](rows *sql.Rows, err error) (map[K]int64, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[K]int64{}
-	for rows.Next() {
-		var k K
-		var n int64
-		if err := rows.Scan(&k, &n); err != nil {
-			return nil, err
-		}
-		out[k] = n
-	}
-	return out, rows.Err()
+	return driver.CountRows[record.Status](rows, err)
 }
 
 // ActionPrune deletes one batch; the condition is checked again on delete,
 // so an action a decision moved out of a terminal status meanwhile stays.
 func (e *executor) ActionPrune(ctx context.Context, p *driver.PruneParams) (int64, error) {
-	in := literalList(p.Statuses)
+	in := driver.LiteralList(p.Statuses)
 	res, err := e.q.ExecContext(ctx, fmt.Sprintf(`DELETE FROM actions WHERE id IN (SELECT id FROM actions
 		WHERE status IN (%s) AND updated_at < $1 ORDER BY updated_at LIMIT %d)
 		AND status IN (%s) AND updated_at < $1`, in, p.Limit, in), p.Before.UTC())
@@ -455,25 +377,8 @@ func (e *executor) ActionPrune(ctx context.Context, p *driver.PruneParams) (int6
 }
 
 func (e *executor) EntryList(ctx context.Context, actionID string) ([]*record.Entry, error) {
-	rows, err := e.q.QueryContext(ctx, `SELECT id, seq, type, actor_kind, actor_name, attempt, payload, occurred_at,
-		recorded_at FROM entries WHERE action_id = $1 ORDER BY seq`, actionID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []*record.Entry{}
-	for rows.Next() {
-		var en record.Entry
-		var occurred sql.NullTime
-		var payload []byte
-		if err := rows.Scan(&en.ID, &en.Seq, &en.Type, &en.Actor.Kind, &en.Actor.Name, &en.Attempt, &payload,
-			&occurred, &en.RecordedAt); err != nil {
-			return nil, err
-		}
-		en.Payload, en.OccurredAt, en.RecordedAt = payload, utcOrNil(occurred), en.RecordedAt.UTC()
-		out = append(out, &en)
-	}
-	return out, rows.Err()
+	return driver.ScanEntries(e.q.QueryContext(ctx, `SELECT id, seq, type, actor_kind, actor_name, attempt, payload,
+		occurred_at, recorded_at FROM entries WHERE action_id = $1 ORDER BY seq`, actionID))
 }
 
 func (e *executor) EntryOutcomeExists(ctx context.Context, p *driver.EntryOutcomeExistsParams) (bool, error) {
@@ -488,19 +393,4 @@ func (e *executor) EntryCountByType(ctx context.Context, typ record.EntryType) (
 	var n int
 	err := e.q.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE type = $1`, string(typ)).Scan(&n)
 	return n, err
-}
-
-// literalList spells vocabulary constants as SQL literals, so that a
-// condition reads exactly as a partial index's.
-func literalList[T ~string](xs []T) string {
-	quoted := make([]string, len(xs))
-	for i, x := range xs {
-		for _, c := range x {
-			if (c < 'a' || c > 'z') && c != '_' {
-				panic(fmt.Sprintf("pgdriver: %q is not a vocabulary constant", x))
-			}
-		}
-		quoted[i] = "'" + string(x) + "'"
-	}
-	return strings.Join(quoted, ", ")
 }

@@ -3,7 +3,6 @@ package pgdriver
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/arbiter-ledger/arbiter/services/driver"
 	"github.com/arbiter-ledger/arbiter/services/record"
@@ -23,43 +22,30 @@ func scope(ns, column string, argN int) (string, []any) {
 func (e *executor) TriageCounts(ctx context.Context, p *driver.TriageParams) (map[record.Status]int64, error) {
 	cond, args := scope(p.Namespace, "namespace", 1)
 	rows, err := e.q.QueryContext(ctx, `SELECT status, count(*) FROM actions WHERE status IN (`+
-		literalList(p.Statuses)+`)`+cond+` GROUP BY status`, args...)
-	return countRows[record.Status](rows, err)
+		driver.LiteralList(p.Statuses)+`)`+cond+` GROUP BY status`, args...)
+	return driver.CountRows[record.Status](rows, err)
 }
 
 func (e *executor) TriageWaiting(ctx context.Context, p *driver.TriageParams) ([]*record.Action, error) {
 	cond, args := scope(p.Namespace, "namespace", 1)
-	return scanActions(e.q.QueryContext(ctx, `SELECT `+actionColumns+` FROM actions WHERE status IN (`+
-		literalList(p.Statuses)+`)`+cond+fmt.Sprintf(` ORDER BY updated_at, id LIMIT %d`, p.Limit), args...))
+	return driver.ScanActions(e.q.QueryContext(ctx, `SELECT `+actionColumns+` FROM actions WHERE status IN (`+
+		driver.LiteralList(p.Statuses)+`)`+cond+fmt.Sprintf(` ORDER BY updated_at, id LIMIT %d`, p.Limit), args...))
 }
 
 func (e *executor) TriageAlertCounts(ctx context.Context, p *driver.TriageParams) (map[record.EntryType]int64, error) {
 	cond, args := scope(p.Namespace, "namespace", 2)
-	rows, err := e.q.QueryContext(ctx, `SELECT type, count(*) FROM entries WHERE type IN (`+literalList(p.AlertTypes)+
+	rows, err := e.q.QueryContext(ctx, `SELECT type, count(*) FROM entries WHERE type IN (`+driver.LiteralList(p.AlertTypes)+
 		`) AND recorded_at >= $1`+cond+` GROUP BY type`, append([]any{p.Since}, args...)...)
-	return countRows[record.EntryType](rows, err)
+	return driver.CountRows[record.EntryType](rows, err)
 }
 
 func (e *executor) TriageAlerts(ctx context.Context, p *driver.TriageParams) ([]*driver.TriageAlert, error) {
 	cond, args := scope(p.Namespace, "e.namespace", 2)
-	rows, err := e.q.QueryContext(ctx, `SELECT e.type, e.recorded_at, `+prefixed("a", actionColumns)+`
+	rows, err := e.q.QueryContext(ctx, `SELECT e.type, e.recorded_at, `+driver.Prefixed("a", actionColumns)+`
 		FROM entries e JOIN actions a ON a.id = e.action_id
-		WHERE e.type IN (`+literalList(p.AlertTypes)+`) AND e.recorded_at >= $1`+cond+
+		WHERE e.type IN (`+driver.LiteralList(p.AlertTypes)+`) AND e.recorded_at >= $1`+cond+
 		fmt.Sprintf(` ORDER BY e.recorded_at, e.id LIMIT %d`, p.Limit), append([]any{p.Since}, args...)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*driver.TriageAlert
-	for rows.Next() {
-		var t driver.TriageAlert
-		if t.Action, err = scanAction(rows, &t.Type, &t.RecordedAt); err != nil {
-			return nil, err
-		}
-		t.RecordedAt = t.RecordedAt.UTC()
-		out = append(out, &t)
-	}
-	return out, rows.Err()
+	return driver.ScanTriageAlerts(rows, err)
 }
 
 // TriageStamp reads two partial indexes, so it stays cheap enough to poll
@@ -68,23 +54,14 @@ func (e *executor) TriageStamp(ctx context.Context, p *driver.TriageParams) (str
 	var n, m int64
 	var newest, newestAlert string
 	err := e.q.QueryRowContext(ctx, `SELECT count(*), COALESCE(CAST(max(updated_at) AS text), '')
-		FROM actions WHERE status IN (`+literalList(p.Statuses)+`)`).Scan(&n, &newest)
+		FROM actions WHERE status IN (`+driver.LiteralList(p.Statuses)+`)`).Scan(&n, &newest)
 	if err != nil {
 		return "", err
 	}
 	err = e.q.QueryRowContext(ctx, `SELECT count(*), COALESCE(CAST(max(recorded_at) AS text), '')
-		FROM entries WHERE type IN (`+literalList(p.AlertTypes)+`) AND recorded_at >= $1`, p.Since).Scan(&m, &newestAlert)
+		FROM entries WHERE type IN (`+driver.LiteralList(p.AlertTypes)+`) AND recorded_at >= $1`, p.Since).Scan(&m, &newestAlert)
 	if err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("%d|%s|%d|%s", n, newest, m, newestAlert), nil
-}
-
-// prefixed qualifies every column of a column list with a table alias.
-func prefixed(alias, columns string) string {
-	cols := strings.Split(columns, ",")
-	for i, c := range cols {
-		cols[i] = alias + "." + strings.TrimSpace(c)
-	}
-	return strings.Join(cols, ", ")
 }

@@ -70,7 +70,7 @@ func (e *executor) DeliveryQueueStats(ctx context.Context) (int64, *time.Time, e
 	var oldest sql.NullTime
 	err := e.q.QueryRowContext(ctx, `SELECT count(*), min(d.created_at) FROM webhook_deliveries d
 		JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE d.state = 'pending' AND w.enabled`).Scan(&n, &oldest)
-	return n, utcOrNil(oldest), err
+	return n, driver.UTCOrNil(oldest), err
 }
 
 func (e *executor) MessagePrune(ctx context.Context, p *driver.PruneParams) (int64, error) {

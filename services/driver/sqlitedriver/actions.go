@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/arbiter-ledger/arbiter/services/driver"
 	"github.com/arbiter-ledger/arbiter/services/record"
@@ -27,7 +26,7 @@ const (
 
 func actionArgs(a *record.Action) []any {
 	return []any{a.ID, a.Namespace, a.Key, a.Tool, string(a.Effect), string(a.Status), a.Attempt, a.Version,
-		a.LeaseUntil, a.Deadline, a.Reference, a.Agent, a.RunID, a.Fingerprint, string(a.Params), jsonText(a.Result),
+		a.LeaseUntil, a.Deadline, a.Reference, a.Agent, a.RunID, a.Fingerprint, string(a.Params), driver.JSONText(a.Result),
 		a.ExternalRef, a.Retriable, a.EntrySeq, a.CreatedAt, a.UpdatedAt}
 }
 
@@ -36,73 +35,12 @@ func entryArgs(en *record.Entry, a *record.Action) []any {
 		string(en.Payload), en.OccurredAt, en.RecordedAt}
 }
 
-// jsonText passes JSON as text: SQLite would store bytes as a blob.
-func jsonText(b []byte) *string {
-	if b == nil {
-		return nil
-	}
-	s := string(b)
-	return &s
-}
-
-type scanner interface{ Scan(dest ...any) error }
-
-func scanAction(row scanner, head ...any) (*record.Action, error) {
-	var a record.Action
-	var lease, deadline sql.NullTime
-	var params, result []byte
-	err := row.Scan(append(head, &a.ID, &a.Namespace, &a.Key, &a.Tool, &a.Effect, &a.Status, &a.Attempt, &a.Version,
-		&lease, &deadline, &a.Reference, &a.Agent, &a.RunID, &a.Fingerprint, &params, &result, &a.ExternalRef,
-		&a.Retriable, &a.EntrySeq, &a.CreatedAt, &a.UpdatedAt)...)
-	if err != nil {
-		return nil, err
-	}
-	a.LeaseUntil, a.Deadline = utcOrNil(lease), utcOrNil(deadline)
-	a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
-	a.Params = params
-	if len(result) > 0 && string(result) != "null" {
-		a.Result = result
-	}
-	return &a, nil
-}
-
-func utcOrNil(t sql.NullTime) *time.Time {
-	if !t.Valid {
-		return nil
-	}
-	u := t.Time.UTC()
-	return &u
-}
-
-func scanActions(rows *sql.Rows, err error) ([]*record.Action, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*record.Action
-	for rows.Next() {
-		a, err := scanAction(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
-}
-
-func one(a *record.Action, err error) (*record.Action, error) {
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, driver.ErrNotFound
-	}
-	return a, err
-}
-
 func (e *executor) ActionGetByID(ctx context.Context, id string) (*record.Action, error) {
-	return one(scanAction(e.r.QueryRowContext(ctx, `SELECT `+actionColumns+` FROM actions WHERE id = ?`, id)))
+	return driver.OneAction(driver.ScanAction(e.r.QueryRowContext(ctx, `SELECT `+actionColumns+` FROM actions WHERE id = ?`, id)))
 }
 
 func (e *executor) ActionGetByKey(ctx context.Context, namespace, key string) (*record.Action, error) {
-	return one(scanAction(e.r.QueryRowContext(ctx,
+	return driver.OneAction(driver.ScanAction(e.r.QueryRowContext(ctx,
 		`SELECT `+actionColumns+` FROM actions WHERE namespace = ? AND key = ?`, namespace, key)))
 }
 
@@ -146,7 +84,7 @@ func (e *executor) ActionList(ctx context.Context, p *driver.ActionListParams) (
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	q += fmt.Sprintf(` ORDER BY id DESC LIMIT %d`, p.Limit)
-	return scanActions(e.r.QueryContext(ctx, q, args...))
+	return driver.ScanActions(e.r.QueryContext(ctx, q, args...))
 }
 
 // ActionInsertMany writes the new actions in one statement and the entries
@@ -235,7 +173,7 @@ func (e *executor) ActionUpdateMany(ctx context.Context, chs []*driver.Change) (
 			err := q.QueryRowContext(ctx, `UPDATE actions SET status = ?, attempt = ?, version = ?,
 				lease_until = ?, deadline = ?, result = ?, external_ref = ?, retriable = ?, updated_at = ?,
 				entry_seq = entry_seq + 1 WHERE id = ? AND version = ? RETURNING entry_seq`,
-				string(n.Status), n.Attempt, n.Version, n.LeaseUntil, n.Deadline, jsonText(n.Result), n.ExternalRef,
+				string(n.Status), n.Attempt, n.Version, n.LeaseUntil, n.Deadline, driver.JSONText(n.Result), n.ExternalRef,
 				n.Retriable, n.UpdatedAt, n.ID, ch.Prev.Version).Scan(&seq)
 			if errors.Is(err, sql.ErrNoRows) {
 				written[i] = false
@@ -322,35 +260,18 @@ func (e *executor) ActionDueList(ctx context.Context, p *driver.ActionDueListPar
 		args = append(args, *p.After.Deadline, *p.After.Deadline, p.After.ID)
 	}
 	q += fmt.Sprintf(` ORDER BY deadline, id LIMIT %d`, p.Limit)
-	return scanActions(e.r.QueryContext(ctx, q, args...))
+	return driver.ScanActions(e.r.QueryContext(ctx, q, args...))
 }
 
 func (e *executor) ActionCountByStatus(ctx context.Context) (map[record.Status]int64, error) {
 	rows, err := e.r.QueryContext(ctx, `SELECT status, count(*) FROM actions GROUP BY status`)
-	return countRows[record.Status](rows, err)
-}
-
-func countRows[K ~string](rows *sql.Rows, err error) (map[K]int64, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[K]int64{}
-	for rows.Next() {
-		var k K
-		var n int64
-		if err := rows.Scan(&k, &n); err != nil {
-			return nil, err
-		}
-		out[k] = n
-	}
-	return out, rows.Err()
+	return driver.CountRows[record.Status](rows, err)
 }
 
 // ActionPrune deletes one batch; the condition is checked again on delete,
 // so an action a decision moved out of a terminal status meanwhile stays.
 func (e *executor) ActionPrune(ctx context.Context, p *driver.PruneParams) (int64, error) {
-	in := literalList(p.Statuses)
+	in := driver.LiteralList(p.Statuses)
 	res, err := e.w.ExecContext(ctx, fmt.Sprintf(`DELETE FROM actions WHERE id IN (SELECT id FROM actions
 		WHERE status IN (%s) AND updated_at < ? ORDER BY updated_at LIMIT %d)
 		AND status IN (%s) AND updated_at < ?`, in, p.Limit, in), p.Before.UTC(), p.Before.UTC())
@@ -361,25 +282,8 @@ func (e *executor) ActionPrune(ctx context.Context, p *driver.PruneParams) (int6
 }
 
 func (e *executor) EntryList(ctx context.Context, actionID string) ([]*record.Entry, error) {
-	rows, err := e.r.QueryContext(ctx, `SELECT id, seq, type, actor_kind, actor_name, attempt, payload, occurred_at,
-		recorded_at FROM entries WHERE action_id = ? ORDER BY seq`, actionID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []*record.Entry{}
-	for rows.Next() {
-		var en record.Entry
-		var occurred sql.NullTime
-		var payload []byte
-		if err := rows.Scan(&en.ID, &en.Seq, &en.Type, &en.Actor.Kind, &en.Actor.Name, &en.Attempt, &payload,
-			&occurred, &en.RecordedAt); err != nil {
-			return nil, err
-		}
-		en.Payload, en.OccurredAt, en.RecordedAt = payload, utcOrNil(occurred), en.RecordedAt.UTC()
-		out = append(out, &en)
-	}
-	return out, rows.Err()
+	return driver.ScanEntries(e.r.QueryContext(ctx, `SELECT id, seq, type, actor_kind, actor_name, attempt, payload,
+		occurred_at, recorded_at FROM entries WHERE action_id = ? ORDER BY seq`, actionID))
 }
 
 func (e *executor) EntryOutcomeExists(ctx context.Context, p *driver.EntryOutcomeExistsParams) (bool, error) {
@@ -394,19 +298,4 @@ func (e *executor) EntryCountByType(ctx context.Context, typ record.EntryType) (
 	var n int
 	err := e.r.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE type = ?`, string(typ)).Scan(&n)
 	return n, err
-}
-
-// literalList spells vocabulary constants as SQL literals, so that a
-// condition reads exactly as a partial index's.
-func literalList[T ~string](xs []T) string {
-	quoted := make([]string, len(xs))
-	for i, x := range xs {
-		for _, c := range x {
-			if (c < 'a' || c > 'z') && c != '_' {
-				panic(fmt.Sprintf("sqlitedriver: %q is not a vocabulary constant", x))
-			}
-		}
-		quoted[i] = "'" + string(x) + "'"
-	}
-	return strings.Join(quoted, ", ")
 }

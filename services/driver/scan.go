@@ -1,0 +1,167 @@
+package driver
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/arbiter-ledger/arbiter/services/record"
+)
+
+// Helpers for driver implementations: both databases are reached through
+// database/sql and store the same columns, so reading a row back is the
+// same; the SQL that selects it is each driver's own.
+
+// Scanner is a row to scan: *sql.Row or *sql.Rows.
+type Scanner interface{ Scan(dest ...any) error }
+
+// ScanAction reads the columns of the actions table in the order every
+// driver's actionColumns lists them, after the head columns, if any.
+func ScanAction(row Scanner, head ...any) (*record.Action, error) {
+	var a record.Action
+	var lease, deadline sql.NullTime
+	var params, result []byte
+	err := row.Scan(append(head, &a.ID, &a.Namespace, &a.Key, &a.Tool, &a.Effect, &a.Status, &a.Attempt, &a.Version,
+		&lease, &deadline, &a.Reference, &a.Agent, &a.RunID, &a.Fingerprint, &params, &result, &a.ExternalRef,
+		&a.Retriable, &a.EntrySeq, &a.CreatedAt, &a.UpdatedAt)...)
+	if err != nil {
+		return nil, err
+	}
+	a.LeaseUntil, a.Deadline = UTCOrNil(lease), UTCOrNil(deadline)
+	a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
+	a.Params = params
+	if len(result) > 0 && string(result) != "null" {
+		a.Result = result
+	}
+	return &a, nil
+}
+
+// ScanActions reads every row of a query of actions and closes rows.
+func ScanActions(rows *sql.Rows, err error) ([]*record.Action, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*record.Action
+	for rows.Next() {
+		a, err := ScanAction(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// OneAction turns a read of one action that found no row into ErrNotFound.
+func OneAction(a *record.Action, err error) (*record.Action, error) {
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return a, err
+}
+
+// ScanEntries reads a timeline (id, seq, type, actor kind, actor name,
+// attempt, payload, occurred at, recorded at) and closes rows.
+func ScanEntries(rows *sql.Rows, err error) ([]*record.Entry, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*record.Entry{}
+	for rows.Next() {
+		var en record.Entry
+		var occurred sql.NullTime
+		var payload []byte
+		if err := rows.Scan(&en.ID, &en.Seq, &en.Type, &en.Actor.Kind, &en.Actor.Name, &en.Attempt, &payload,
+			&occurred, &en.RecordedAt); err != nil {
+			return nil, err
+		}
+		en.Payload, en.OccurredAt, en.RecordedAt = payload, UTCOrNil(occurred), en.RecordedAt.UTC()
+		out = append(out, &en)
+	}
+	return out, rows.Err()
+}
+
+// CountRows reads (key, count) rows into a map and closes rows.
+func CountRows[K ~string](rows *sql.Rows, err error) (map[K]int64, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[K]int64{}
+	for rows.Next() {
+		var k K
+		var n int64
+		if err := rows.Scan(&k, &n); err != nil {
+			return nil, err
+		}
+		out[k] = n
+	}
+	return out, rows.Err()
+}
+
+// UTCOrNil is a nullable time in UTC, or nil.
+func UTCOrNil(t sql.NullTime) *time.Time {
+	if !t.Valid {
+		return nil
+	}
+	u := t.Time.UTC()
+	return &u
+}
+
+// LiteralList spells vocabulary constants as SQL literals, so that a
+// condition reads exactly as a partial index's. It refuses anything but
+// lowercase letters and underscores.
+func LiteralList[T ~string](xs []T) string {
+	quoted := make([]string, len(xs))
+	for i, x := range xs {
+		for _, c := range x {
+			if (c < 'a' || c > 'z') && c != '_' {
+				panic(fmt.Sprintf("driver: %q is not a vocabulary constant", x))
+			}
+		}
+		quoted[i] = "'" + string(x) + "'"
+	}
+	return strings.Join(quoted, ", ")
+}
+
+// Prefixed qualifies every column of a column list with a table alias.
+func Prefixed(alias, columns string) string {
+	cols := strings.Split(columns, ",")
+	for i, c := range cols {
+		cols[i] = alias + "." + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
+}
+
+// JSONText passes JSON as text, or NULL for none: SQLite would store bytes
+// as a blob, and PostgreSQL casts text to jsonb.
+func JSONText(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
+
+// ScanTriageAlerts reads (entry type, recorded at, the action's columns)
+// rows and closes rows.
+func ScanTriageAlerts(rows *sql.Rows, err error) ([]*TriageAlert, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*TriageAlert
+	for rows.Next() {
+		var t TriageAlert
+		if t.Action, err = ScanAction(rows, &t.Type, &t.RecordedAt); err != nil {
+			return nil, err
+		}
+		t.RecordedAt = t.RecordedAt.UTC()
+		out = append(out, &t)
+	}
+	return out, rows.Err()
+}
