@@ -20,6 +20,8 @@ type Entry struct {
 	Params    json.RawMessage `json:"params,omitempty"`
 	Timeout   *float64        `json:"timeout,omitempty"` // lease in seconds (intents and heartbeats)
 	Reference *string         `json:"reference,omitempty"`
+	// RequireApproval holds a first intent until a person approves it.
+	RequireApproval *bool `json:"require_approval,omitempty"`
 	// For every type.
 	Agent      *string    `json:"agent,omitempty"`
 	RunID      *string    `json:"run_id,omitempty"`

@@ -69,6 +69,10 @@ type GuardSpec struct {
 	Wait time.Duration
 	// Compensate undoes the effect when an operator asked for it.
 	Compensate CompensateFunc
+	// RequireApproval holds the action's first intent until a person
+	// approves it: Guard returns a *PendingApprovalError until then, and
+	// runs fn on the first call after the approval.
+	RequireApproval bool
 }
 
 func (s *GuardSpec) lease() time.Duration {
@@ -104,6 +108,9 @@ func (s *GuardSpec) intent() (Entry, error) {
 	}
 	if s.Reference != "" {
 		e.Reference = &s.Reference
+	}
+	if s.RequireApproval {
+		e.RequireApproval = Ptr(true)
 	}
 	params, err := marshalJSON(s.Params)
 	if err != nil {
@@ -219,6 +226,10 @@ func (c *Client) Guard(ctx context.Context, spec GuardSpec, fn GuardFunc) (*Outc
 			return c.compensate(ctx, &spec, res)
 		case OutcomeHeld:
 			return nil, &HeldError{ActionID: res.Action.ID, Key: spec.Key, Attempt: res.AttemptNumber(), URL: c.ActionURL(res.Action.ID)}
+		case OutcomePendingApproval:
+			return nil, &PendingApprovalError{ActionID: res.Action.ID, Key: spec.Key, URL: c.ActionURL(res.Action.ID)}
+		case OutcomeDenied:
+			return nil, &DeniedError{ActionID: res.Action.ID, Key: spec.Key, URL: c.ActionURL(res.Action.ID)}
 		case OutcomeInProgress:
 			left := spec.Wait - time.Since(start)
 			if left <= 0 {

@@ -38,6 +38,29 @@ func (e *HeldError) Error() string {
 		e.ActionID, e.Key, e.Attempt, e.URL)
 }
 
+// PendingApprovalError means the action waits for people's approval: fn
+// did not run. Call Guard again with the same spec later; it runs fn once
+// the action is approved.
+type PendingApprovalError struct {
+	ActionID, Key string
+	URL           string // the action's page, where operators approve it
+}
+
+func (e *PendingApprovalError) Error() string {
+	return fmt.Sprintf("arbiter: action %q awaits approval; nothing was run (%s)", e.Key, e.URL)
+}
+
+// DeniedError means the action's approval was rejected or expired: fn did
+// not run and must not run under this key.
+type DeniedError struct {
+	ActionID, Key string
+	URL           string
+}
+
+func (e *DeniedError) Error() string {
+	return fmt.Sprintf("arbiter: action %q was denied approval; nothing was run (%s)", e.Key, e.URL)
+}
+
 // InProgressError means another attempt held a live lease for the whole
 // of GuardSpec.Wait. Nothing ran.
 type InProgressError struct {

@@ -21,6 +21,9 @@ const (
 	StatusCompensationRequested Status = "compensation_requested"
 	StatusCompensated           Status = "compensated"
 	StatusAbandoned             Status = "abandoned"
+	StatusAwaitingApproval      Status = "awaiting_approval" // held for approval: attempt 0, nothing runs
+	StatusApproved              Status = "approved"          // the next intent gets proceed, attempt 1
+	StatusDenied                Status = "denied"            // rejected or expired: final
 )
 
 // Effect classes say how safe a repeat of a tool call is.
@@ -51,6 +54,10 @@ const (
 	OutcomeRecorded   = "recorded"
 	OutcomeDuplicate  = "duplicate" // the same outcome for the same attempt was recorded before
 	OutcomeRejected   = "rejected"  // see Result.Error
+	// OutcomePendingApproval: held until people approve it; do not execute.
+	OutcomePendingApproval = "pending_approval"
+	// OutcomeDenied: its approval was rejected or expired; do not execute.
+	OutcomeDenied = "denied"
 )
 
 // Decisions an operator can take.
@@ -60,6 +67,8 @@ const (
 	DecisionCompensate      = "compensate"
 	DecisionMarkCompensated = "mark_compensated"
 	DecisionAbandon         = "abandon"
+	DecisionApprove         = "approve" // one distinct person's yes; reason optional
+	DecisionReject          = "reject"
 )
 
 // Action is the authoritative record of one intended side effect,

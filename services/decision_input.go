@@ -29,7 +29,7 @@ func (d *DecisionInput) Validate() error {
 		return Errorf(CodeInvalid, "field \"decision\" is required: one of %s", ListOrNone(record.Decisions))
 	case !known:
 		return Errorf(CodeInvalid, "unknown decision %q: use one of %s", d.Decision, ListOrNone(record.Decisions))
-	case strings.TrimSpace(d.Reason) == "":
+	case strings.TrimSpace(d.Reason) == "" && d.Decision != record.DecisionApprove:
 		return Errorf(CodeInvalid, "field \"reason\" is required: say why, for whoever reads the ledger later")
 	case len(d.Reason) > MaxReasonBytes || !utf8.ValidString(d.Reason) || strings.ContainsRune(d.Reason, 0):
 		return Errorf(CodeInvalid, "field \"reason\" must be valid UTF-8 of at most %d bytes, without NUL characters", MaxReasonBytes)

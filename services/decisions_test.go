@@ -25,6 +25,8 @@ var specDecisions = map[record.Decision]struct {
 	"compensate":       {[]record.Status{"timed_out", "succeeded", "confirmed"}, "compensation_requested"},
 	"mark_compensated": {[]record.Status{"compensation_requested"}, "compensated"},
 	"abandon":          {[]record.Status{"timed_out", "failed", "retry_requested", "compensation_requested"}, "abandoned"},
+	"approve":          {[]record.Status{"awaiting_approval"}, "approved"}, // the last person needed
+	"reject":           {[]record.Status{"awaiting_approval", "approved"}, "denied"},
 }
 
 // statusPaths bring key "k" to each status, with the version it ends at.
@@ -41,6 +43,9 @@ var statusPaths = map[record.Status]struct {
 	"compensation_requested": {toCompRequested, 3},
 	"compensated":            {toCompensated, 4},
 	"abandoned":              {toAbandoned, 3},
+	"awaiting_approval":      {toAwaitingApproval, 1},
+	"approved":               {toApproved, 2},
+	"denied":                 {toDenied, 2},
 }
 
 func specAllows(decision record.Decision, st record.Status) bool {
@@ -54,7 +59,8 @@ func specAllows(decision record.Decision, st record.Status) bool {
 
 func TestAllowedDecisionsMatchSpec(t *testing.T) {
 	t.Parallel()
-	require.ElementsMatch(t, []record.Decision{"confirm", "retry", "compensate", "mark_compensated", "abandon"}, record.Decisions)
+	require.ElementsMatch(t, []record.Decision{"confirm", "retry", "compensate", "mark_compensated", "abandon",
+		"approve", "reject"}, record.Decisions)
 	require.Len(t, record.Statuses, len(statusPaths))
 	for _, st := range record.Statuses {
 		var want []record.Decision

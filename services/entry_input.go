@@ -52,6 +52,8 @@ type EntryInput struct {
 	Retriable   *bool            `json:"retriable,omitempty"`
 	Message     *string          `json:"message,omitempty"`
 	OccurredAt  *time.Time       `json:"occurred_at,omitempty"`
+	// RequireApproval holds a first intent for one person's approval.
+	RequireApproval *bool `json:"require_approval,omitempty"`
 }
 
 // DecodeEntry parses one entry strictly (unknown fields and trailing data are
@@ -222,7 +224,7 @@ func jsonTypeName(goType string) string {
 // allowed lists, per type, the optional fields besides key, type, agent,
 // run_id and occurred_at.
 var allowedFields = map[record.EntryType][]string{
-	record.TypeIntent:      {"tool", "effect", "params", "timeout", "reference"},
+	record.TypeIntent:      {"tool", "effect", "params", "timeout", "reference", "require_approval"},
 	record.TypeHeartbeat:   {"attempt", "timeout"},
 	record.TypeSucceeded:   {"attempt", "result", "external_ref"},
 	record.TypeFailed:      {"attempt", "error", "retriable"},
@@ -246,12 +248,13 @@ func (in *EntryInput) Validate() error {
 		"tool": in.Tool != nil, "effect": in.Effect != nil, "params": in.Params != nil,
 		"timeout": in.Timeout != nil, "reference": in.Reference != nil, "attempt": in.Attempt != nil,
 		"result": in.Result != nil, "external_ref": in.ExternalRef != nil, "error": in.Error != nil,
-		"retriable": in.Retriable != nil, "message": in.Message != nil,
+		"retriable": in.Retriable != nil, "message": in.Message != nil, "require_approval": in.RequireApproval != nil,
 	}
 	for _, f := range allowed {
 		delete(present, f)
 	}
-	for _, f := range []string{"tool", "effect", "params", "timeout", "reference", "attempt", "result", "external_ref", "error", "retriable", "message"} {
+	for _, f := range []string{"tool", "effect", "params", "timeout", "reference", "require_approval", "attempt", "result",
+		"external_ref", "error", "retriable", "message"} {
 		if present[f] {
 			return Errorf(CodeInvalid, "field %q does not apply to %s entries", f, in.Type)
 		}

@@ -40,6 +40,7 @@ const (
 	CodeLeaseLost                   = "lease_lost"
 	CodeInvalidTransition           = "invalid_transition"
 	CodeVersionConflict             = "version_conflict"
+	CodeAlreadyApproved             = "already_approved"
 	CodeDuplicateRiskUnacknowledged = "duplicate_risk_unacknowledged"
 	CodeConflict                    = "conflict"
 	CodeUnavailable                 = "unavailable"

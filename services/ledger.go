@@ -362,7 +362,11 @@ func (l *Ledger) alreadyRecorded(ctx context.Context, u *unit, a *record.Action,
 
 // Decide applies an operator's decision to the action with the given id.
 // Exactly one of two concurrent decisions wins: the loser gets
-// version_conflict, whether or not it named the version it saw.
+// version_conflict, whether or not it named the version it saw. Approvals
+// are the exception: they count distinct people, so an approval that did
+// not name a version and lost a race to another decision is decided again
+// on the action as it is now (counted, refused as already given, or not
+// allowed any more).
 func (l *Ledger) Decide(ctx context.Context, p Principal, actionID string, d DecisionInput) (*record.Action, *record.Entry, error) {
 	if !p.CanDecide() {
 		return nil, nil, Errorf(CodeForbidden, "the %s role may not take decisions; use an operator key", p.Role)
@@ -370,22 +374,29 @@ func (l *Ledger) Decide(ctx context.Context, p Principal, actionID string, d Dec
 	if err := d.Validate(); err != nil {
 		return nil, nil, err
 	}
-	act, err := l.Action(ctx, p, actionID)
-	if err != nil {
-		return nil, nil, err
-	}
-	if d.ExpectedVersion != nil && *d.ExpectedVersion != act.Version {
-		return nil, nil, versionConflict(act, *d.ExpectedVersion)
-	}
-	stored, entry, err := l.decideOn(ctx, p, act, d)
-	if errors.Is(err, errLostRace) {
-		cur, rerr := l.Action(ctx, p, actionID)
-		if rerr != nil {
-			return nil, nil, rerr
+	retry := d.Decision == record.DecisionApprove && d.ExpectedVersion == nil
+	for range maxRaces {
+		act, err := l.Action(ctx, p, actionID)
+		if err != nil {
+			return nil, nil, err
 		}
-		return nil, nil, versionConflict(cur, act.Version)
+		if d.ExpectedVersion != nil && *d.ExpectedVersion != act.Version {
+			return nil, nil, versionConflict(act, *d.ExpectedVersion)
+		}
+		stored, entry, err := l.decideOn(ctx, p, act, d)
+		if errors.Is(err, errLostRace) {
+			if retry {
+				continue
+			}
+			cur, rerr := l.Action(ctx, p, actionID)
+			if rerr != nil {
+				return nil, nil, rerr
+			}
+			return nil, nil, versionConflict(cur, act.Version)
+		}
+		return stored, entry, err
 	}
-	return stored, entry, err
+	return nil, nil, Errorf(CodeConflict, "action %s is changing too fast to record this decision; retry it", actionID)
 }
 
 // decideOn applies a decision to the action as read; errLostRace if it
@@ -398,7 +409,7 @@ func (l *Ledger) decideOn(ctx context.Context, p Principal, act *record.Action, 
 	}
 	now := l.now()
 	actor := record.Actor{Kind: record.ActorOperator, Name: p.Name}
-	pl := r(&step{now: now, ns: act.Namespace, act: act, dec: &d, actor: actor})
+	pl := r(&step{now: now, ns: act.Namespace, act: act, dec: &d, actor: actor, identity: p.Kind + ":" + p.ID})
 	if pl.err != nil {
 		return nil, nil, pl.err
 	}

@@ -267,6 +267,9 @@ var (
 	toRetryThenLateFail = then(toRetryRequested, send(failed1))                     // v3 a1
 	toSucceededLate     = then(toTimedOut, send(succeeded1))                        // v3 a1
 	toCompensateLater   = then(toSucceeded, decided("compensate"), wait(time.Hour)) // v3 a1
+	toAwaitingApproval  = []op{send(intentApproval)}                                // v1 a0
+	toApproved          = then(toAwaitingApproval, decided("approve"))              // v2 a0
+	toDenied            = then(toAwaitingApproval, decided("reject"))               // v2 a0
 )
 
 func withEvidence(d *services.DecisionInput) {

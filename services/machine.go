@@ -47,6 +47,8 @@ type step struct {
 	in    *EntryInput
 	dec   *DecisionInput
 	actor record.Actor
+	// identity tells distinct deciders apart (approvals count people).
+	identity string
 }
 
 // plan is what a rule decides. next nil means the action does not change;
@@ -267,8 +269,12 @@ func createAction(s *step) plan {
 		Reference: in.Reference, Agent: &agent, Params: params,
 		CreatedAt: s.now, RunID: in.RunID, Fingerprint: fp,
 	}
-	return plan{outcome: record.OutcomeProceed, next: a,
+	pl := plan{outcome: record.OutcomeProceed, next: a,
 		record: &recordSpec{typ: record.TypeIntent, attempt: &one, payload: intentPayload(in)}}
+	if req := approvalRequest(s); req != nil {
+		return holdForApproval(pl, req)
+	}
+	return pl
 }
 
 func intentWhileRunning(s *step) plan {
@@ -397,9 +403,12 @@ func decide(to record.Status) rule {
 		if to == record.StatusCompensated {
 			events = append(events, record.EventCompensated)
 		}
-		n := s.act.Attempt
+		var attempt *int // an action awaiting approval has no attempt yet
+		if n := s.act.Attempt; n > 0 {
+			attempt = &n
+		}
 		return plan{outcome: record.OutcomeRecorded, next: next,
-			record: &recordSpec{typ: record.TypeDecision, attempt: &n, payload: d.payload()},
+			record: &recordSpec{typ: record.TypeDecision, attempt: attempt, payload: d.payload()},
 			events: events}
 	}
 }

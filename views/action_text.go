@@ -24,6 +24,9 @@ var statusMeaning = map[record.Status]string{
 	record.StatusCompensationRequested: "waiting for the agent to undo the effect, or for an operator to mark it compensated",
 	record.StatusCompensated:           "the effect was undone",
 	record.StatusAbandoned:             "an operator recorded that it did not happen; it will not be retried",
+	record.StatusAwaitingApproval:      "held for approval: nothing runs until enough people approve it",
+	record.StatusApproved:              "approved: the agent's next intent with this key runs attempt 1",
+	record.StatusDenied:                "denied: the approval was rejected or expired; it will never run",
 }
 
 var effectMeaning = map[record.Effect]string{
@@ -39,6 +42,8 @@ var decisionLabel = map[record.Decision]string{
 	record.DecisionCompensate:      "Compensate (undo it)",
 	record.DecisionMarkCompensated: "Mark compensated",
 	record.DecisionAbandon:         "Abandon",
+	record.DecisionApprove:         "Approve",
+	record.DecisionReject:          "Reject",
 }
 
 // decisionHelp says in one line what happens after a decision and who must act.
@@ -54,6 +59,13 @@ func decisionHelp(a *record.Action, d record.Decision) string {
 		return "Record that you undid the effect by hand; nobody else acts."
 	case record.DecisionAbandon:
 		return "Record that it did not happen and must never be retried; the agent's next intent is answered replay."
+	case record.DecisionApprove:
+		if ap := a.Approval; ap != nil && ap.Required-len(ap.Approvals) > 1 {
+			return fmt.Sprintf("Add your yes: %d of %d approvals so far; each person counts once.", len(ap.Approvals), ap.Required)
+		}
+		return "Let it run: the agent's next intent with this key proceeds as attempt 1."
+	case record.DecisionReject:
+		return "Deny it for good: the agent's next intent with this key is answered denied, and nothing runs."
 	}
 	return ""
 }
@@ -71,19 +83,28 @@ func DecidedMessage(d record.Decision, a *record.Action) string {
 		return "Marked compensated — the ledger records that you undid the effect by hand."
 	case record.DecisionAbandon:
 		return "Abandoned — the action is recorded as not done and will not be retried."
+	case record.DecisionApprove:
+		if a.Status == record.StatusApproved {
+			return "Approved — the agent's next intent with this key runs attempt 1."
+		}
+		return "Approval counted — more people must approve before it runs."
+	case record.DecisionReject:
+		return "Rejected — the action is denied and will never run."
 	}
 	return "Decision recorded."
 }
 
 // entryNote explains entry types that need a second look, in one line.
 var entryNote = map[record.EntryType]string{
-	record.TypeTimedOut:       "the lease passed without an outcome: whether the effect happened is unknown",
-	record.TypeLateResult:     "reported after the lease passed",
-	record.TypeStaleOutcome:   "from an attempt older than the current one — the effect may have happened twice",
-	record.TypeStaleHeartbeat: "a heartbeat from an attempt older than the current one; ignored",
-	record.TypeKeyReused:      "the same key was offered with a different tool or params: refused, the stored action did not change",
-	record.TypeLeaseLost:      "a heartbeat after the lease passed: the worker was still alive, and was told to stop",
-	record.TypeRejected:       "not allowed in the state the action was in: recorded as evidence, nothing changed",
+	record.TypeTimedOut:          "the lease passed without an outcome: whether the effect happened is unknown",
+	record.TypeLateResult:        "reported after the lease passed",
+	record.TypeStaleOutcome:      "from an attempt older than the current one — the effect may have happened twice",
+	record.TypeStaleHeartbeat:    "a heartbeat from an attempt older than the current one; ignored",
+	record.TypeKeyReused:         "the same key was offered with a different tool or params: refused, the stored action did not change",
+	record.TypeLeaseLost:         "a heartbeat after the lease passed: the worker was still alive, and was told to stop",
+	record.TypeRejected:          "not allowed in the state the action was in: recorded as evidence, nothing changed",
+	record.TypeApprovalExpired:   "nobody approved it in time: the action is denied",
+	record.TypeApprovalEscalated: "the approval waited past its escalation time",
 }
 
 // entryWarns marks the entries a person must not overlook.

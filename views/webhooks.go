@@ -85,6 +85,10 @@ var webhookEvents = []struct {
 	{record.EventStaleOutcome, "an outcome arrived for an old attempt"},
 	{record.EventKeyReused, "a key was reused with other tool or params"},
 	{record.EventCompensated, "an effect was undone"},
+	{record.EventApprovalRequested, "an intent is held for approval"},
+	{record.EventApproved, "the last approval needed was given"},
+	{record.EventApprovalEscalated, "an approval waited past its escalation time"},
+	{record.EventApprovalExpired, "an approval expired: the action is denied"},
 }
 
 func webhookPath(id string, what ...string) string {

@@ -389,6 +389,9 @@ func TestDecisionPanelForEveryStatus(t *testing.T) {
 		record.StatusCompensationRequested: {"mark_compensated", "abandon"},
 		record.StatusCompensated:           nil,
 		record.StatusAbandoned:             nil,
+		record.StatusAwaitingApproval:      {"approve", "reject"},
+		record.StatusApproved:              {"reject"},
+		record.StatusDenied:                nil,
 	}
 	require.Len(t, want, len(record.Statuses))
 	for _, st := range record.Statuses {

@@ -38,6 +38,9 @@ var outcomeStatus = map[record.Outcome]int{
 	record.OutcomeCompensate: http.StatusOK,
 	record.OutcomeRecorded:   http.StatusOK,
 	record.OutcomeDuplicate:  http.StatusOK,
+	// Held for approval: accepted, not run.
+	record.OutcomePendingApproval: http.StatusAccepted,
+	record.OutcomeDenied:          http.StatusConflict,
 }
 
 type batchResponse struct {

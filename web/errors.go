@@ -28,6 +28,7 @@ var statusOf = map[string]int{
 	services.CodeLeaseLost:                   http.StatusConflict,
 	services.CodeInvalidTransition:           http.StatusConflict,
 	services.CodeVersionConflict:             http.StatusConflict,
+	services.CodeAlreadyApproved:             http.StatusConflict,
 	services.CodeConflict:                    http.StatusConflict,
 	services.CodeUnavailable:                 http.StatusServiceUnavailable,
 	services.CodeInternal:                    http.StatusInternalServerError,

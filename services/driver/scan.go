@@ -22,11 +22,14 @@ type Scanner interface{ Scan(dest ...any) error }
 func ScanAction(row Scanner, head ...any) (*record.Action, error) {
 	var a record.Action
 	var lease, deadline sql.NullTime
-	var params, result []byte
+	var params, result, approval []byte
 	err := row.Scan(append(head, &a.ID, &a.Namespace, &a.Key, &a.Tool, &a.Effect, &a.Status, &a.Attempt, &a.Version,
 		&lease, &deadline, &a.Reference, &a.Agent, &a.RunID, &a.Fingerprint, &params, &result, &a.ExternalRef,
-		&a.Retriable, &a.EntrySeq, &a.CreatedAt, &a.UpdatedAt)...)
+		&a.Retriable, &a.EntrySeq, &a.CreatedAt, &a.UpdatedAt, &approval)...)
 	if err != nil {
+		return nil, err
+	}
+	if a.Approval, err = record.UnmarshalStoredApproval(approval); err != nil {
 		return nil, err
 	}
 	a.LeaseUntil, a.Deadline = UTCOrNil(lease), UTCOrNil(deadline)

@@ -25,6 +25,8 @@ type Action struct {
 	ExternalRef *string         `json:"external_ref"`
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
+	// Approval is set on actions held for approval before execution.
+	Approval *Approval `json:"approval"`
 
 	RunID       *string `json:"-"`
 	Fingerprint string  `json:"-"`
@@ -38,9 +40,10 @@ type Action struct {
 	Deadline *time.Time `json:"-"`
 }
 
-// Clone returns a shallow copy of a.
+// Clone returns a copy of a whose approval may be changed apart.
 func (a *Action) Clone() *Action {
 	c := *a
+	c.Approval = a.Approval.Clone()
 	return &c
 }
 

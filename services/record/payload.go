@@ -14,13 +14,37 @@ import (
 
 // IntentPayload is what an intent entry records beside its own columns.
 type IntentPayload struct {
-	Effect    *Effect `json:"effect,omitempty"`
-	Reference *string `json:"reference,omitempty"`
-	RunID     *string `json:"run_id,omitempty"`
+	// Approval is set on a first intent held for approval: what it needs
+	// and why.
+	Approval  *ApprovalRequest `json:"approval,omitempty"`
+	Effect    *Effect          `json:"effect,omitempty"`
+	Reference *string          `json:"reference,omitempty"`
+	RunID     *string          `json:"run_id,omitempty"`
 	// Timeout is the lease asked for, in seconds (the default when the
 	// intent named none).
 	Timeout float64 `json:"timeout"`
 	Tool    string  `json:"tool"`
+}
+
+// ApprovalRequest records why a first intent was held: the approvals it
+// needs, its deadlines, the policies that caught it (or that the intent
+// asked itself), and a condition that failed to evaluate (fail closed).
+type ApprovalRequest struct {
+	Error           string      `json:"error,omitempty"`
+	EscalateAt      *time.Time  `json:"escalate_at,omitempty"`
+	ExpiresAt       time.Time   `json:"expires_at"`
+	Policies        []PolicyRef `json:"policies"`
+	Required        int         `json:"required"`
+	RequireApproval bool        `json:"require_approval,omitempty"`
+}
+
+// ApprovalDeadlinePayload records an approval deadline that passed: the
+// expiry (the action is denied) or the escalation.
+type ApprovalDeadlinePayload struct {
+	Approvals  int        `json:"approvals"`
+	EscalateAt *time.Time `json:"escalate_at,omitempty"`
+	ExpiresAt  time.Time  `json:"expires_at"`
+	Required   int        `json:"required"`
 }
 
 // KeyReusedPayload records an intent that offered a used key with another
@@ -82,6 +106,8 @@ func NewPayload(t EntryType) any {
 		return &DecisionPayload{}
 	case TypeTimedOut:
 		return &TimedOutPayload{}
+	case TypeApprovalExpired, TypeApprovalEscalated:
+		return &ApprovalDeadlinePayload{}
 	}
 	return nil
 }

@@ -25,15 +25,23 @@ const (
 	StatusCompensationRequested Status = "compensation_requested"
 	StatusCompensated           Status = "compensated"
 	StatusAbandoned             Status = "abandoned"
+
+	// Approval before execution: a first intent held for people's yes.
+	StatusAwaitingApproval Status = "awaiting_approval"
+	StatusApproved         Status = "approved"
+	StatusDenied           Status = "denied"
 )
 
-// Statuses lists every stored status in lifecycle order.
+// Statuses lists every stored status in lifecycle order, those of approval
+// last, as SPEC lists them.
 var Statuses = []Status{StatusInProgress, StatusSucceeded, StatusFailed, StatusTimedOut,
-	StatusRetryRequested, StatusConfirmed, StatusCompensationRequested, StatusCompensated, StatusAbandoned}
+	StatusRetryRequested, StatusConfirmed, StatusCompensationRequested, StatusCompensated, StatusAbandoned,
+	StatusAwaitingApproval, StatusApproved, StatusDenied}
 
 // TerminalStatuses are those no agent or system event moves the action out
 // of by itself; retention may prune actions in them.
-var TerminalStatuses = []Status{StatusSucceeded, StatusFailed, StatusConfirmed, StatusCompensated, StatusAbandoned}
+var TerminalStatuses = []Status{StatusSucceeded, StatusFailed, StatusConfirmed, StatusCompensated, StatusAbandoned,
+	StatusDenied}
 
 // Terminal reports whether s is one of TerminalStatuses.
 func (s Status) Terminal() bool {
@@ -95,11 +103,16 @@ const (
 	TypeLateResult     EntryType = "late_result"
 	TypeLeaseLost      EntryType = "lease_lost"
 	TypeRejected       EntryType = "rejected"
+	// An approval's deadlines: it expired (the action is denied), or it was
+	// escalated (once).
+	TypeApprovalExpired   EntryType = "approval_expired"
+	TypeApprovalEscalated EntryType = "approval_escalated"
 )
 
 // EntryTypes lists every entry type, agents' first.
 var EntryTypes = append(append([]EntryType{}, AgentEntryTypes...), TypeTimedOut, TypeDecision, TypeKeyReused,
-	TypeStaleOutcome, TypeStaleHeartbeat, TypeLateResult, TypeLeaseLost, TypeRejected)
+	TypeStaleOutcome, TypeStaleHeartbeat, TypeLateResult, TypeLeaseLost, TypeRejected,
+	TypeApprovalExpired, TypeApprovalEscalated)
 
 // Outcome is the answer to one entry.
 type Outcome string
@@ -113,11 +126,15 @@ const (
 	OutcomeRecorded   Outcome = "recorded"
 	OutcomeDuplicate  Outcome = "duplicate"
 	OutcomeRejected   Outcome = "rejected"
+	// OutcomePendingApproval: the intent is held until people approve it.
+	OutcomePendingApproval Outcome = "pending_approval"
+	// OutcomeDenied: its approval was rejected or expired; do not execute.
+	OutcomeDenied Outcome = "denied"
 )
 
 // Outcomes lists every outcome.
 var Outcomes = []Outcome{OutcomeProceed, OutcomeReplay, OutcomeInProgress, OutcomeHeld, OutcomeCompensate,
-	OutcomeRecorded, OutcomeDuplicate, OutcomeRejected}
+	OutcomeRecorded, OutcomeDuplicate, OutcomeRejected, OutcomePendingApproval, OutcomeDenied}
 
 // Decision is an operator's resolution of an action.
 type Decision string
@@ -128,10 +145,15 @@ const (
 	DecisionCompensate      Decision = "compensate"
 	DecisionMarkCompensated Decision = "mark_compensated"
 	DecisionAbandon         Decision = "abandon"
+	// One distinct person's yes to an action awaiting approval, and the no
+	// that denies it.
+	DecisionApprove Decision = "approve"
+	DecisionReject  Decision = "reject"
 )
 
 // Decisions lists every decision in the order a person reads them.
-var Decisions = []Decision{DecisionConfirm, DecisionRetry, DecisionCompensate, DecisionMarkCompensated, DecisionAbandon}
+var Decisions = []Decision{DecisionConfirm, DecisionRetry, DecisionCompensate, DecisionMarkCompensated, DecisionAbandon,
+	DecisionApprove, DecisionReject}
 
 // Valid reports whether d is one of Decisions.
 func (d Decision) Valid() bool {
@@ -155,6 +177,11 @@ const (
 	EventLateResult   EventType = "action.late_result"
 	EventCompensated  EventType = "action.compensated"
 	EventFailed       EventType = "action.failed"
+	// Approval before execution.
+	EventApprovalRequested EventType = "action.approval_requested"
+	EventApproved          EventType = "action.approved"
+	EventApprovalEscalated EventType = "action.approval_escalated"
+	EventApprovalExpired   EventType = "action.approval_expired"
 	// EventTest is the event of a test message sent from the dashboard or
 	// the API; no ledger change causes it.
 	EventTest EventType = "webhook.test"
@@ -162,7 +189,8 @@ const (
 
 // EventTypes lists every event an endpoint can subscribe to.
 var EventTypes = []EventType{EventTimedOut, EventDecided, EventKeyReused, EventStaleOutcome,
-	EventLateResult, EventCompensated, EventFailed, EventTest}
+	EventLateResult, EventCompensated, EventFailed, EventApprovalRequested, EventApproved,
+	EventApprovalEscalated, EventApprovalExpired, EventTest}
 
 // ActorKind says who wrote an entry.
 type ActorKind string

@@ -17,17 +17,17 @@ import (
 const (
 	actionColumns = `id, namespace, key, tool, effect, status, attempt, version, lease_until, deadline,
 	reference, agent, run_id, fingerprint, params, result, external_ref, retriable, entry_seq,
-	created_at, updated_at`
+	created_at, updated_at, approval`
 	entryColumns = `id, action_id, namespace, seq, type, actor_kind, actor_name, attempt, payload,
 	occurred_at, recorded_at`
-	actionRow = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	actionRow = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	entryRow  = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 func actionArgs(a *record.Action) []any {
 	return []any{a.ID, a.Namespace, a.Key, a.Tool, string(a.Effect), string(a.Status), a.Attempt, a.Version,
 		a.LeaseUntil, a.Deadline, a.Reference, a.Agent, a.RunID, a.Fingerprint, string(a.Params), driver.JSONText(a.Result),
-		a.ExternalRef, a.Retriable, a.EntrySeq, a.CreatedAt, a.UpdatedAt}
+		a.ExternalRef, a.Retriable, a.EntrySeq, a.CreatedAt, a.UpdatedAt, driver.JSONText(a.Approval.MarshalStored())}
 }
 
 func entryArgs(en *record.Entry, a *record.Action) []any {
@@ -96,7 +96,7 @@ func (e *executor) ActionInsertMany(ctx context.Context, chs []*driver.Change) (
 	err := e.inTx(ctx, func(q querier) error {
 		var b strings.Builder
 		b.WriteString(`INSERT INTO actions (` + actionColumns + `) VALUES `)
-		args := make([]any, 0, 21*len(order))
+		args := make([]any, 0, 22*len(order))
 		byID := make(map[string]int, len(order))
 		for k, i := range order {
 			if k > 0 {
@@ -172,9 +172,9 @@ func (e *executor) ActionUpdateMany(ctx context.Context, chs []*driver.Change) (
 			var seq int
 			err := q.QueryRowContext(ctx, `UPDATE actions SET status = ?, attempt = ?, version = ?,
 				lease_until = ?, deadline = ?, result = ?, external_ref = ?, retriable = ?, updated_at = ?,
-				entry_seq = entry_seq + 1 WHERE id = ? AND version = ? RETURNING entry_seq`,
+				approval = ?, entry_seq = entry_seq + 1 WHERE id = ? AND version = ? RETURNING entry_seq`,
 				string(n.Status), n.Attempt, n.Version, n.LeaseUntil, n.Deadline, driver.JSONText(n.Result), n.ExternalRef,
-				n.Retriable, n.UpdatedAt, n.ID, ch.Prev.Version).Scan(&seq)
+				n.Retriable, n.UpdatedAt, driver.JSONText(n.Approval.MarshalStored()), n.ID, ch.Prev.Version).Scan(&seq)
 			if errors.Is(err, sql.ErrNoRows) {
 				written[i] = false
 				continue

@@ -1,0 +1,59 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/arbiter-ledger/arbiter/client"
+	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/services/dbtest"
+)
+
+// TestGuardRequireApproval: a guarded call that asks for approval runs
+// nothing until an operator approves, then runs once; a rejected one never
+// runs.
+func TestGuardRequireApproval(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newEnv(t, st)
+		c, ops := e.agent("payments"), e.operator("payments")
+		ctx := context.Background()
+		var runs atomic.Int32
+
+		spec := refundSpec("order-9001", 250000)
+		spec.RequireApproval = true
+		_, err := c.Guard(ctx, spec, counted(&runs))
+		var pending *client.PendingApprovalError
+		require.ErrorAs(t, err, &pending)
+		require.Zero(t, runs.Load())
+		a, err := c.ActionByKey(ctx, spec.Key)
+		require.NoError(t, err)
+		require.Equal(t, client.StatusAwaitingApproval, a.Status)
+		require.Equal(t, a.ID, pending.ActionID)
+
+		_, err = c.Guard(ctx, spec, counted(&runs))
+		require.ErrorAs(t, err, &pending, "still pending")
+		_, err = ops.Decide(ctx, a.ID, client.Decision{Decision: client.DecisionApprove})
+		require.NoError(t, err)
+		out, err := c.Guard(ctx, spec, counted(&runs))
+		require.NoError(t, err)
+		require.True(t, out.Ran)
+		require.Equal(t, 1, out.Attempt)
+		require.EqualValues(t, 1, runs.Load())
+
+		denied := refundSpec("order-9002", 990000)
+		denied.RequireApproval = true
+		_, err = c.Guard(ctx, denied, counted(&runs))
+		require.ErrorAs(t, err, &pending)
+		_, err = ops.Decide(ctx, pending.ActionID, client.Decision{Decision: client.DecisionReject, Reason: "over the limit"})
+		require.NoError(t, err)
+		_, err = c.Guard(ctx, denied, counted(&runs))
+		var no *client.DeniedError
+		require.True(t, errors.As(err, &no), "%v", err)
+		require.EqualValues(t, 1, runs.Load(), "a denied action never runs")
+	})
+}

@@ -1,0 +1,142 @@
+package services
+
+import (
+	"time"
+
+	"github.com/arbiter-ledger/arbiter/services/record"
+)
+
+// Approval before execution, as rows of the rules table (machine.go): a
+// first intent that needs approval creates its action awaiting_approval at
+// attempt 0, distinct people approve it, and the next intent runs attempt 1;
+// a rejection or the expiry denies it. The sweeper meets its deadlines
+// (escalation once, then expiry) through the deadlines table.
+
+// DefaultApprovalExpiry is how long an approval waits when nothing says
+// otherwise (SPEC: expires_after defaults to 86400 seconds).
+const DefaultApprovalExpiry = 24 * time.Hour
+
+var (
+	evApprove = event(record.DecisionApprove)
+	evReject  = event(record.DecisionReject)
+)
+
+// approvalRules are the rows approval adds to the table.
+var approvalRules = ruleTable{
+	evIntent: {
+		record.StatusAwaitingApproval: answer(record.OutcomePendingApproval),
+		record.StatusApproved:         startAttempt,
+		record.StatusDenied:           answer(record.OutcomeDenied),
+	},
+	evApprove: {
+		record.StatusAwaitingApproval: approve,
+	},
+	evReject: {
+		record.StatusAwaitingApproval: reject,
+		record.StatusApproved:         reject,
+	},
+	evDeadline: {
+		record.StatusAwaitingApproval: approvalDeadline,
+		record.StatusApproved:         approvalDeadline,
+	},
+}
+
+// approvalDeadlines: while awaiting, the escalation (until it happened)
+// then the expiry; once approved, the expiry, if the intent has not
+// proceeded by then.
+var approvalDeadlines = deadlineTable{
+	record.StatusAwaitingApproval: func(a *record.Action) *time.Time { return a.Approval.Deadline() },
+	record.StatusApproved: func(a *record.Action) *time.Time {
+		t := a.Approval.ExpiresAt
+		return &t
+	},
+}
+
+func init() {
+	for ev, row := range approvalRules {
+		if rules[ev] == nil {
+			rules[ev] = map[record.Status]rule{}
+		}
+		for st, r := range row {
+			rules[ev][st] = r
+		}
+	}
+	for st, d := range approvalDeadlines {
+		deadlines[st] = d
+	}
+}
+
+// approvalRequest is what a first intent needs before it may run, or nil.
+// Today an intent asks for it itself (require_approval: one person, the
+// default expiry); policies add their requirements here.
+func approvalRequest(s *step) *record.ApprovalRequest {
+	if s.in.RequireApproval == nil || !*s.in.RequireApproval {
+		return nil
+	}
+	return &record.ApprovalRequest{Required: 1, ExpiresAt: s.now.Add(DefaultApprovalExpiry),
+		Policies: []record.PolicyRef{}, RequireApproval: true}
+}
+
+// holdForApproval turns the plan of a new action into one that waits for
+// approval: attempt 0, no lease, the requirement recorded on the action and
+// in the intent's entry, and action.approval_requested alerted.
+func holdForApproval(pl plan, req *record.ApprovalRequest) plan {
+	a := pl.next
+	a.Status, a.Attempt, a.LeaseUntil = record.StatusAwaitingApproval, 0, nil
+	a.Approval = &record.Approval{Required: req.Required, Approvals: []record.Vote{}, ExpiresAt: req.ExpiresAt,
+		EscalateAt: req.EscalateAt, Policies: req.Policies, Error: req.Error}
+	p := pl.record.payload.(*record.IntentPayload)
+	p.Approval = req
+	pl.outcome, pl.record.attempt = record.OutcomePendingApproval, nil
+	pl.events = []record.EventType{record.EventApprovalRequested}
+	return pl
+}
+
+// approve counts one distinct person's yes; the last one needed approves
+// the action. An identity that approved already is refused and nothing is
+// written.
+func approve(s *step) plan {
+	if s.act.Approval.Voted(s.identity) {
+		return plan{outcome: record.OutcomeRejected, err: Errorf(CodeAlreadyApproved,
+			"%s already approved action %s; %d of %d approvals so far", s.actor.Name, s.act.ID,
+			len(s.act.Approval.Approvals), s.act.Approval.Required)}
+	}
+	pl := decide(record.StatusAwaitingApproval)(s)
+	next := pl.next
+	next.Approval.Approvals = append(next.Approval.Approvals,
+		record.Vote{By: s.actor, At: s.now, Reason: s.dec.Reason, Identity: s.identity})
+	if next.Approval.Approved() {
+		next.Status = record.StatusApproved
+		pl.events = append(pl.events, record.EventApproved)
+	}
+	return pl
+}
+
+// reject denies the action for good.
+func reject(s *step) plan {
+	pl := decide(record.StatusDenied)(s)
+	pl.next.Approval.Rejection = &record.Vote{By: s.actor, At: s.now, Reason: s.dec.Reason, Identity: s.identity}
+	return pl
+}
+
+// approvalDeadline decides a passed approval deadline: the escalation is
+// recorded and alerted once; the expiry denies the action.
+func approvalDeadline(s *step) plan {
+	ap := s.act.Approval
+	payload := &record.ApprovalDeadlinePayload{Approvals: len(ap.Approvals), EscalateAt: ap.EscalateAt,
+		ExpiresAt: ap.ExpiresAt, Required: ap.Required}
+	next := s.act.Clone()
+	if s.now.Before(ap.ExpiresAt) {
+		if s.act.Status != record.StatusAwaitingApproval || ap.Escalated || ap.EscalateAt == nil || s.now.Before(*ap.EscalateAt) {
+			return plan{} // not due: the deadline moved since it was read
+		}
+		next.Approval.Escalated = true
+		return plan{outcome: record.OutcomeRecorded, next: next,
+			record: &recordSpec{typ: record.TypeApprovalEscalated, payload: payload},
+			events: []record.EventType{record.EventApprovalEscalated}}
+	}
+	next.Status = record.StatusDenied
+	return plan{outcome: record.OutcomeRecorded, next: next,
+		record: &recordSpec{typ: record.TypeApprovalExpired, payload: payload},
+		events: []record.EventType{record.EventApprovalExpired}}
+}

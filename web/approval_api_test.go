@@ -1,0 +1,82 @@
+package web_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/services/dbtest"
+)
+
+// TestApprovalOnTheWire: the statuses, codes and shapes SPEC gives approval
+// before execution, over HTTP.
+func TestApprovalOnTheWire(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newEnv(t, st)
+		agent := e.key("payments", "refund-bot", services.RoleAgent)
+		alice := e.key("payments", "ops-alice", services.RoleOperator)
+		intent := `{"key":"refund:order-9001","type":"intent","tool":"payments.refund","effect":"keyed","params":{"amount":250000},"require_approval":true}`
+
+		status, m := e.do("POST", "/v1/entries", agent, intent)
+		require.Equal(t, 202, status)
+		require.Equal(t, "pending_approval", m["outcome"])
+		require.Nil(t, m["error"])
+		a := m["action"].(map[string]any)
+		require.Equal(t, "awaiting_approval", a["status"])
+		require.EqualValues(t, 0, a["attempt"])
+		ap := a["approval"].(map[string]any)
+		require.EqualValues(t, 1, ap["required"])
+		require.Empty(t, ap["approvals"])
+		require.Nil(t, ap["rejection"])
+		require.Nil(t, ap["escalate_at"])
+		require.NotEmpty(t, ap["expires_at"])
+		require.NotContains(t, ap, "escalated", "internal fields stay inside")
+		id := a["id"].(string)
+
+		// An agent key can never approve.
+		status, m = e.do("POST", "/v1/actions/"+id+"/decisions", agent, `{"decision":"approve"}`)
+		require.Equal(t, 403, status)
+		require.Equal(t, "forbidden", errCode(m))
+		// require_approval belongs to intents.
+		status, m = e.do("POST", "/v1/entries", agent, `{"key":"refund:order-9001","type":"note","message":"x","require_approval":true}`)
+		require.Equal(t, 400, status)
+		require.Equal(t, "invalid", errCode(m))
+
+		// approve needs no reason; the result shows who approved.
+		status, m = e.do("POST", "/v1/actions/"+id+"/decisions", alice, `{"decision":"approve"}`)
+		require.Equal(t, 201, status, "%v", m)
+		a = m["action"].(map[string]any)
+		require.Equal(t, "approved", a["status"])
+		votes := a["approval"].(map[string]any)["approvals"].([]any)
+		require.Len(t, votes, 1)
+		require.Equal(t, map[string]any{"kind": "operator", "name": "ops-alice"}, votes[0].(map[string]any)["by"])
+		require.NotContains(t, votes[0], "identity")
+		require.Equal(t, "decision", m["entry"].(map[string]any)["type"])
+		// Only from awaiting_approval.
+		status, m = e.do("POST", "/v1/actions/"+id+"/decisions", alice, `{"decision":"approve"}`)
+		require.Equal(t, 409, status)
+		require.Equal(t, "invalid_transition", errCode(m))
+
+		// reject needs a reason, then denies; later intents are denied, 409, error null.
+		status, m = e.do("POST", "/v1/actions/"+id+"/decisions", alice, `{"decision":"reject"}`)
+		require.Equal(t, 400, status)
+		require.Equal(t, "invalid", errCode(m))
+		status, _ = e.do("POST", "/v1/actions/"+id+"/decisions", alice, `{"decision":"reject","reason":"over the limit"}`)
+		require.Equal(t, 201, status)
+		status, m = e.do("POST", "/v1/entries", agent, intent)
+		require.Equal(t, 409, status)
+		require.Equal(t, "denied", m["outcome"])
+		require.Nil(t, m["error"])
+		rej := m["action"].(map[string]any)["approval"].(map[string]any)["rejection"].(map[string]any)
+		require.Equal(t, "over the limit", rej["reason"])
+
+		// Actions that needed no approval carry approval: null.
+		status, m = e.do("POST", "/v1/entries", agent, `{"key":"refund:order-1","type":"intent","tool":"payments.refund"}`)
+		require.Equal(t, 201, status)
+		a = m["action"].(map[string]any)
+		require.Contains(t, a, "approval")
+		require.Nil(t, a["approval"])
+	})
+}
