@@ -129,11 +129,21 @@ func TestMethodsSendTheirRoute(t *testing.T) {
 			_, err := c.WebhookDeliveries(ctx, id, 5)
 			return err
 		},
-		"Redeliver": func() error { _, err := c.Redeliver(ctx, id); return err },
-		"Health":    func() error { return c.Health(ctx) },
-		"Ready":     func() error { return c.Ready(ctx) },
-		"Metrics":   func() error { _, err := c.Metrics(ctx); return err },
-		"OpenAPI":   func() error { _, err := c.OpenAPI(ctx); return err },
+		"Redeliver":    func() error { _, err := c.Redeliver(ctx, id); return err },
+		"CreatePolicy": func() error { _, err := c.CreatePolicy(ctx, PolicyInput{}); return err },
+		"Policies":     func() error { _, err := c.Policies(ctx, "ns"); return err },
+		"Policy":       func() error { _, err := c.Policy(ctx, id); return err },
+		"UpdatePolicy": func() error { _, err := c.UpdatePolicy(ctx, id, PolicyInput{}); return err },
+		"DeletePolicy": func() error { return c.DeletePolicy(ctx, id) },
+		"PolicyVersions": func() error {
+			_, err := c.PolicyVersions(ctx, id)
+			return err
+		},
+		"TestPolicy": func() error { _, err := c.TestPolicy(ctx, PolicyTest{}); return err },
+		"Health":     func() error { return c.Health(ctx) },
+		"Ready":      func() error { return c.Ready(ctx) },
+		"Metrics":    func() error { _, err := c.Metrics(ctx); return err },
+		"OpenAPI":    func() error { _, err := c.OpenAPI(ctx); return err },
 	}
 	for name := range routes {
 		if _, ok := calls[name]; !ok {

@@ -33,6 +33,14 @@ var routes = map[string]route{
 	"WebhookDeliveries":   {http.MethodGet, "/v1/webhooks/{id}/deliveries"},
 	"Redeliver":           {http.MethodPost, "/v1/deliveries/{id}/redeliver"},
 
+	"CreatePolicy":   {http.MethodPost, "/v1/policies"},
+	"Policies":       {http.MethodGet, "/v1/policies"},
+	"Policy":         {http.MethodGet, "/v1/policies/{id}"},
+	"UpdatePolicy":   {http.MethodPatch, "/v1/policies/{id}"},
+	"DeletePolicy":   {http.MethodDelete, "/v1/policies/{id}"},
+	"PolicyVersions": {http.MethodGet, "/v1/policies/{id}/versions"},
+	"TestPolicy":     {http.MethodPost, "/v1/policies/test"},
+
 	"Health":  {http.MethodGet, "/healthz"},
 	"Ready":   {http.MethodGet, "/readyz"},
 	"Metrics": {http.MethodGet, "/metrics"},

@@ -1,6 +1,8 @@
 package services
 
 import (
+	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/arbiter-ledger/arbiter/services/record"
@@ -66,15 +68,62 @@ func init() {
 	}
 }
 
-// approvalRequest is what a first intent needs before it may run, or nil.
-// Today an intent asks for it itself (require_approval: one person, the
-// default expiry); policies add their requirements here.
-func approvalRequest(s *step) *record.ApprovalRequest {
-	if s.in.RequireApproval == nil || !*s.in.RequireApproval {
-		return nil
+// Approver says what the first intent of a key needs before it may run:
+// nil when no policy catches it. The ledger asks it once per new key,
+// before deciding; package policies implements it.
+type Approver interface {
+	Require(ctx context.Context, q ApprovalQuery) (*record.ApprovalRequest, error)
+}
+
+// ApprovalQuery is what an approver may read about an intent.
+type ApprovalQuery struct {
+	Namespace, Tool, Effect, Agent, Reference, RunID string
+	Params                                           json.RawMessage
+	Now                                              time.Time
+}
+
+// SetApprover makes the ledger hold first intents that a's policies catch.
+// Call it before the ledger is used.
+func (l *Ledger) SetApprover(a Approver) { l.approver = a }
+
+// approvalFor asks the approver about a first intent; nil without one.
+func (l *Ledger) approvalFor(ctx context.Context, ns string, in *EntryInput, actor record.Actor, now time.Time) (*record.ApprovalRequest, error) {
+	if l.approver == nil || in.Type != record.TypeIntent {
+		return nil, nil
 	}
-	return &record.ApprovalRequest{Required: 1, ExpiresAt: s.now.Add(DefaultApprovalExpiry),
-		Policies: []record.PolicyRef{}, RequireApproval: true}
+	q := ApprovalQuery{Namespace: ns, Tool: *in.Tool, Effect: string(record.EffectUnkeyed), Agent: actor.Name,
+		Params: in.Params, Now: now}
+	if in.Effect != nil {
+		q.Effect = string(*in.Effect)
+	}
+	if in.Reference != nil {
+		q.Reference = *in.Reference
+	}
+	if in.RunID != nil {
+		q.RunID = *in.RunID
+	}
+	return l.approver.Require(ctx, q)
+}
+
+// approvalRequest is what a first intent needs before it may run, or nil:
+// what the policies found (step.approval) and what the intent asked itself
+// (require_approval: one person, the default expiry). The largest number
+// of approvals and the earliest deadlines win.
+func approvalRequest(s *step) *record.ApprovalRequest {
+	req := s.approval
+	if s.in.RequireApproval == nil || !*s.in.RequireApproval {
+		return req
+	}
+	if req == nil {
+		return &record.ApprovalRequest{Required: 1, ExpiresAt: s.now.Add(DefaultApprovalExpiry),
+			Policies: []record.PolicyRef{}, RequireApproval: true}
+	}
+	c := *req
+	c.RequireApproval = true
+	if expires := s.now.Add(DefaultApprovalExpiry); expires.Before(c.ExpiresAt) {
+		c.ExpiresAt = expires
+	}
+	return &c
 }
 
 // holdForApproval turns the plan of a new action into one that waits for

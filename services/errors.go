@@ -41,6 +41,7 @@ const (
 	CodeInvalidTransition           = "invalid_transition"
 	CodeVersionConflict             = "version_conflict"
 	CodeAlreadyApproved             = "already_approved"
+	CodeInvalidPolicy               = "invalid_policy"
 	CodeDuplicateRiskUnacknowledged = "duplicate_risk_unacknowledged"
 	CodeConflict                    = "conflict"
 	CodeUnavailable                 = "unavailable"

@@ -34,6 +34,8 @@ type Ledger struct {
 	singleWriter bool
 	// grouped observes the size of every group written.
 	grouped func(entries int)
+	// approver holds first intents its policies catch (nil: none).
+	approver Approver
 }
 
 // OnAlert registers fn to run after every committed change that wrote
@@ -158,7 +160,11 @@ func (l *Ledger) applyAll(ctx context.Context, u *unit, items []*groupItem) erro
 				continue
 			}
 		}
-		if l.decideNew(it, now) {
+		created, err := l.decideNew(ctx, it, now)
+		if err != nil {
+			return err
+		}
+		if created {
 			fresh = append(fresh, it)
 		}
 	}
@@ -182,14 +188,18 @@ func (l *Ledger) applyAll(ctx context.Context, u *unit, items []*groupItem) erro
 // decideNew decides it as the first entry of a key without reading the
 // key: if that creates the action, it.ch holds the change and it reports
 // true. Whether the key is new is learnt by writing.
-func (l *Ledger) decideNew(it *groupItem, now time.Time) bool {
+func (l *Ledger) decideNew(ctx context.Context, it *groupItem, now time.Time) (bool, error) {
 	actor := actorOf(it.p, it.in)
-	pl := l.rules.transition(&step{now: now, ns: it.p.Namespace, in: it.in, actor: actor})
+	req, err := l.approvalFor(ctx, it.p.Namespace, it.in, actor, now)
+	if err != nil {
+		return false, err
+	}
+	pl := l.rules.transition(&step{now: now, ns: it.p.Namespace, in: it.in, actor: actor, approval: req})
 	if pl.next == nil || pl.record == nil {
-		return false
+		return false, nil
 	}
 	it.pl, it.ch = pl, l.newChange(nil, pl, actor, it.in, now)
-	return true
+	return true, nil
 }
 
 // insertNew writes the new actions of items in one set and answers those
@@ -221,8 +231,17 @@ func (l *Ledger) insertNew(ctx context.Context, u *unit, items []*groupItem) err
 // entry joins the writer's next transaction.
 func (l *Ledger) submitOne(ctx context.Context, p Principal, in *EntryInput) (EntryResult, error) {
 	it := &groupItem{p: p, in: in}
-	if !l.singleWriter && (in.Type != record.TypeIntent || !l.decideNew(it, l.now())) {
-		return l.applyAlone(ctx, p, in)
+	if !l.singleWriter {
+		created := false
+		if in.Type == record.TypeIntent {
+			var err error
+			if created, err = l.decideNew(ctx, it, l.now()); err != nil {
+				return EntryResult{}, err
+			}
+		}
+		if !created {
+			return l.applyAlone(ctx, p, in)
+		}
 	}
 	l.group.do(it)
 	switch {
@@ -309,10 +328,16 @@ func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput
 				return EntryResult{}, err
 			}
 		}
+		var req *record.ApprovalRequest
+		if act == nil {
+			if req, err = l.approvalFor(ctx, p.Namespace, in, actor, now); err != nil {
+				return EntryResult{}, err
+			}
+		}
 		if dup {
 			pl = plan{outcome: record.OutcomeDuplicate}
 		} else {
-			pl = l.rules.transition(&step{now: now, ns: p.Namespace, act: act, in: in, actor: actor})
+			pl = l.rules.transition(&step{now: now, ns: p.Namespace, act: act, in: in, actor: actor, approval: req})
 		}
 		res := EntryResult{Key: in.Key, Type: in.Type, Outcome: pl.outcome, Error: pl.err}
 		if pl.record == nil {

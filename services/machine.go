@@ -49,6 +49,9 @@ type step struct {
 	actor record.Actor
 	// identity tells distinct deciders apart (approvals count people).
 	identity string
+	// approval is what the policies require of a first intent, asked
+	// before deciding (nil: nothing).
+	approval *record.ApprovalRequest
 }
 
 // plan is what a rule decides. next nil means the action does not change;

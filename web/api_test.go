@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/arbiter-ledger/arbiter/services/policies"
+
 	"github.com/arbiter-ledger/arbiter/services/accounts"
 	"github.com/arbiter-ledger/arbiter/services/webhooks"
 
@@ -38,11 +40,13 @@ func newEnvWith(t *testing.T, st *services.Store, tune func(*accounts.Accounts))
 	t.Helper()
 	logs := &bytes.Buffer{}
 	ledger := services.NewLedger(st)
+	approvals := policies.New(st)
+	ledger.SetApprover(approvals)
 	accts := accounts.New(st)
 	if tune != nil {
 		tune(accts)
 	}
-	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accts, Webhooks: webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}),
+	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accts, Webhooks: webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}), Policies: approvals,
 		Metrics: web.NewMetrics(ledger.CountByStatus), Log: slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

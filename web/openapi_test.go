@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/arbiter-ledger/arbiter/services/policies"
+
 	"github.com/arbiter-ledger/arbiter/services/accounts"
 	"github.com/arbiter-ledger/arbiter/services/webhooks"
 
@@ -47,7 +49,9 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 	}
 	st := dbtest.Open(t, services.SQLite)
 	ledger := services.NewLedger(st)
-	e := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st), Webhooks: webhooks.New(st, webhooks.AddressPolicy{}),
+	approvals := policies.New(st)
+	ledger.SetApprover(approvals)
+	e := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st), Webhooks: webhooks.New(st, webhooks.AddressPolicy{}), Policies: approvals,
 		Metrics: web.NewMetrics(ledger.CountByStatus), Log: slog.New(slog.DiscardHandler)})
 	served := []string{}
 	for _, r := range e.Routes() {

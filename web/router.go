@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/arbiter-ledger/arbiter/services/accounts"
+	"github.com/arbiter-ledger/arbiter/services/policies"
 	"github.com/arbiter-ledger/arbiter/services/webhooks"
 
 	"github.com/labstack/echo/v4"
@@ -20,6 +21,7 @@ type Deps struct {
 	Keys     *accounts.Keys
 	Accounts *accounts.Accounts
 	Webhooks *webhooks.Webhooks
+	Policies *policies.Service
 	Metrics  *Metrics
 	Log      *slog.Logger
 	// SecureCookies makes session cookies Secure with the __Host- prefix;
@@ -67,6 +69,16 @@ func New(d Deps) *echo.Echo {
 	api.GET("/actions/:id", actions.get, key)
 	api.GET("/actions/:id/entries", actions.entries, key)
 	api.POST("/actions/:id/decisions", actions.decide, key)
+	if d.Policies != nil {
+		pol := &policiesHandler{policies: d.Policies}
+		api.POST("/policies", pol.create, key)
+		api.GET("/policies", pol.list, key)
+		api.POST("/policies/test", pol.test, key)
+		api.GET("/policies/:id", pol.get, key)
+		api.PATCH("/policies/:id", pol.update, key)
+		api.DELETE("/policies/:id", pol.delete, key)
+		api.GET("/policies/:id/versions", pol.versions, key)
+	}
 	hooks := &webhooksHandler{hooks: d.Webhooks}
 	api.POST("/webhooks", hooks.create, key)
 	api.GET("/webhooks", hooks.list, key)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/arbiter-ledger/arbiter/services/accounts"
+	"github.com/arbiter-ledger/arbiter/services/policies"
 	"github.com/arbiter-ledger/arbiter/services/webhooks"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -80,6 +81,8 @@ type server struct {
 // ending is the signal to shut down: event streams close on it.
 func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logger) (*server, error) {
 	ledger := services.NewLedger(st)
+	approvals := policies.New(st)
+	ledger.SetApprover(approvals)
 	metrics := web.NewMetrics(ledger.CountByStatus)
 	accts := accounts.New(st)
 	accts.IdleTimeout, accts.AbsoluteTimeout = s.SessionIdle, s.SessionAbsolute
@@ -100,7 +103,7 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 
 	secure := strings.HasPrefix(s.PublicURL, "https://")
 	handler := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accts,
-		Webhooks: hooks, Metrics: metrics, Log: log, SecureCookies: secure, PublicURL: s.PublicURL, Done: ctx.Done()})
+		Webhooks: hooks, Policies: approvals, Metrics: metrics, Log: log, SecureCookies: secure, PublicURL: s.PublicURL, Done: ctx.Done()})
 
 	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {

@@ -1,0 +1,9 @@
+// Package policies owns approval policies: which first intents of a
+// namespace must wait for people's approval. A policy matches tools by
+// pattern and, for those, a CEL condition over the intent; it says how many
+// distinct people must approve and when the approval escalates and
+// expires. Every change writes a new version, and versions stay readable
+// after a delete, for the actions a version caught. The ledger asks
+// Matcher.Require for each new key's first intent; compiled programs are
+// cached by policy version.
+package policies

@@ -1,0 +1,142 @@
+package policies
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/cel-go/cel"
+
+	"github.com/arbiter-ledger/arbiter/models"
+	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/services/record"
+)
+
+// The ledger asks Require about the first intent of every new key, so the
+// enabled policies of a namespace are kept in memory: read again when a
+// policy of the namespace changes through this process, and otherwise at
+// most policyCacheFreshness after they were read (a change made through
+// another replica applies within that time). Conditions are compiled once
+// per policy version.
+
+type nsPolicies struct {
+	read     time.Time
+	policies []*Policy
+}
+
+type progKey struct {
+	id      string
+	version int
+}
+
+type compiled struct {
+	prg cel.Program
+	err error
+}
+
+// forget drops the cached policies of a namespace after a change.
+func (s *Service) forget(ns string) {
+	s.mu.Lock()
+	delete(s.cache, ns)
+	s.mu.Unlock()
+}
+
+// enabled returns the enabled policies of namespace ns.
+func (s *Service) enabled(ctx context.Context, ns string) ([]*Policy, error) {
+	now := time.Now()
+	s.mu.Lock()
+	c, ok := s.cache[ns]
+	s.mu.Unlock()
+	if ok && now.Sub(c.read) < policyCacheFreshness {
+		return c.policies, nil
+	}
+	var ms []models.Policy
+	if err := s.st.Gorm().WithContext(ctx).Where("namespace = ? AND enabled AND deleted_at IS NULL", ns).
+		Order("created_at, id").Find(&ms).Error; err != nil {
+		return nil, services.DBError("policies: read enabled policies", err)
+	}
+	ps := make([]*Policy, 0, len(ms))
+	for i := range ms {
+		ps = append(ps, toPolicy(&ms[i]))
+	}
+	s.mu.Lock()
+	s.cache[ns] = &nsPolicies{read: now, policies: ps}
+	s.mu.Unlock()
+	return ps, nil
+}
+
+// program returns the compiled condition of a policy version.
+func (s *Service) program(p *Policy) (cel.Program, error) {
+	k := progKey{p.ID, p.Version}
+	s.mu.Lock()
+	c, ok := s.progs[k]
+	s.mu.Unlock()
+	if !ok {
+		prg, err := compile(p.Condition)
+		c = &compiled{prg: prg, err: err}
+		s.mu.Lock()
+		s.progs[k] = c
+		s.mu.Unlock()
+	}
+	return c.prg, c.err
+}
+
+// Require says what a first intent needs before it may run: nil when no
+// enabled policy of its namespace catches it. Tools are matched first;
+// conditions run only for the policies whose tools match. A condition that
+// fails at run time counts as a match (fail closed) and its error is kept.
+// Of several matches, the largest number of approvals and the earliest
+// expiry and escalation win.
+func (s *Service) Require(ctx context.Context, q services.ApprovalQuery) (*record.ApprovalRequest, error) {
+	ps, err := s.enabled(ctx, q.Namespace)
+	if err != nil || len(ps) == 0 {
+		return nil, err
+	}
+	var req *record.ApprovalRequest
+	var facts *Facts
+	for _, p := range ps {
+		if !toolMatches(p.Tools, q.Tool) {
+			continue
+		}
+		if facts == nil {
+			facts = &Facts{Tool: q.Tool, Effect: q.Effect, Agent: q.Agent, Namespace: q.Namespace,
+				Reference: q.Reference, RunID: q.RunID}
+			_ = json.Unmarshal(q.Params, &facts.Params)
+		}
+		prg, err := s.program(p)
+		var evalErr error
+		matched := true
+		if err != nil {
+			evalErr = err
+		} else if matched, evalErr = eval(prg, *facts); evalErr != nil {
+			matched = true
+		}
+		if !matched {
+			continue
+		}
+		if req == nil {
+			req = &record.ApprovalRequest{Policies: []record.PolicyRef{}}
+		}
+		req.Policies = append(req.Policies, record.PolicyRef{ID: p.ID, Name: p.Name, Version: p.Version})
+		req.Required = max(req.Required, p.ApprovalsRequired)
+		expires := q.Now.Add(time.Duration(p.ExpiresAfter) * time.Second)
+		if req.ExpiresAt.IsZero() || expires.Before(req.ExpiresAt) {
+			req.ExpiresAt = expires
+		}
+		if p.EscalateAfter != nil {
+			at := q.Now.Add(time.Duration(*p.EscalateAfter) * time.Second)
+			if req.EscalateAt == nil || at.Before(*req.EscalateAt) {
+				req.EscalateAt = &at
+			}
+		}
+		if evalErr != nil {
+			msg := fmt.Sprintf("policy %q (version %d): %v", p.Name, p.Version, evalErr)
+			if req.Error != "" {
+				msg = req.Error + "; " + msg
+			}
+			req.Error = msg
+		}
+	}
+	return req, nil
+}

@@ -1,0 +1,446 @@
+package policies
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/arbiter-ledger/arbiter/models"
+	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/services/driver"
+	"github.com/arbiter-ledger/arbiter/services/record"
+)
+
+// Limits of a policy (SPEC).
+const (
+	MaxTools             = 20
+	MaxToolPattern       = 128
+	MaxNameBytes         = 128
+	MaxConditionBytes    = 4096
+	DefaultApprovals     = 1
+	MaxApprovals         = 5
+	DefaultExpiresAfter  = 86400
+	MinExpiresAfter      = 60
+	MaxExpiresAfter      = 604800
+	MinEscalateAfter     = 10
+	DefaultTestLimit     = 1000
+	MaxTestLimit         = 10000
+	testSample           = 5
+	policyCacheFreshness = time.Second
+)
+
+// Policy is a policy as the API shows it.
+type Policy struct {
+	ID                string    `json:"id"`
+	Namespace         string    `json:"namespace"`
+	Name              string    `json:"name"`
+	Tools             []string  `json:"tools"`
+	Condition         string    `json:"condition"`
+	ApprovalsRequired int       `json:"approvals_required"`
+	ExpiresAfter      int       `json:"expires_after"`
+	EscalateAfter     *int      `json:"escalate_after"`
+	Enabled           bool      `json:"enabled"`
+	Version           int       `json:"version"`
+	CreatedAt         time.Time `json:"created_at"`
+	UpdatedAt         time.Time `json:"updated_at"`
+}
+
+// Input creates a policy, or (fields left nil) changes some of its fields.
+// EscalateAfter set to 0 on a change removes the escalation.
+type Input struct {
+	Name              *string   `json:"name,omitempty"`
+	Namespace         *string   `json:"namespace,omitempty"`
+	Tools             *[]string `json:"tools,omitempty"`
+	Condition         *string   `json:"condition,omitempty"`
+	ApprovalsRequired *int      `json:"approvals_required,omitempty"`
+	ExpiresAfter      *int      `json:"expires_after,omitempty"`
+	EscalateAfter     *int      `json:"escalate_after,omitempty"`
+	Enabled           *bool     `json:"enabled,omitempty"`
+}
+
+// TestInput asks what a rule would have caught.
+type TestInput struct {
+	Namespace string   `json:"namespace"`
+	Tools     []string `json:"tools"`
+	Condition string   `json:"condition"`
+	Limit     int      `json:"limit,omitempty"`
+}
+
+// TestResult says how many of the namespace's latest first intents the rule
+// would have caught, with a few of them.
+type TestResult struct {
+	Examined int              `json:"examined"`
+	Matched  int              `json:"matched"`
+	Sample   []*record.Action `json:"sample"`
+	// Errors counts intents the condition failed on (they count as
+	// matched: fail closed).
+	Errors int `json:"errors"`
+}
+
+// Service manages policies and matches first intents against them.
+type Service struct {
+	st  *services.Store
+	now func() time.Time
+
+	mu    sync.Mutex
+	cache map[string]*nsPolicies // by namespace
+	progs map[progKey]*compiled
+}
+
+// New returns the policy service on st.
+func New(st *services.Store) *Service {
+	return &Service{st: st, now: services.Now, cache: map[string]*nsPolicies{}, progs: map[progKey]*compiled{}}
+}
+
+func invalid(format string, args ...any) error {
+	return services.Errorf(services.CodeInvalid, format, args...)
+}
+
+// validate checks a policy as it will be stored.
+func validate(p *Policy) error {
+	switch {
+	case strings.TrimSpace(p.Name) == "" || len(p.Name) > MaxNameBytes || !services.Printable(p.Name):
+		return invalid("field \"name\" must be 1 to %d printable bytes", MaxNameBytes)
+	case len(p.Tools) < 1 || len(p.Tools) > MaxTools:
+		return invalid("field \"tools\" must list 1 to %d patterns", MaxTools)
+	case p.ApprovalsRequired < 1 || p.ApprovalsRequired > MaxApprovals:
+		return invalid("field \"approvals_required\" must be 1 to %d distinct people", MaxApprovals)
+	case p.ExpiresAfter < MinExpiresAfter || p.ExpiresAfter > MaxExpiresAfter:
+		return invalid("field \"expires_after\" must be %d to %d seconds", MinExpiresAfter, MaxExpiresAfter)
+	case p.EscalateAfter != nil && (*p.EscalateAfter < MinEscalateAfter || *p.EscalateAfter >= p.ExpiresAfter):
+		return invalid("field \"escalate_after\" must be at least %d seconds and less than expires_after (%d)",
+			MinEscalateAfter, p.ExpiresAfter)
+	case len(p.Condition) > MaxConditionBytes || !utf8.ValidString(p.Condition):
+		return invalid("field \"condition\" must be valid UTF-8 of at most %d bytes", MaxConditionBytes)
+	}
+	for _, t := range p.Tools {
+		if t == "" || len(t) > MaxToolPattern || !services.Printable(t) {
+			return invalid("each pattern of \"tools\" must be 1 to %d printable bytes", MaxToolPattern)
+		}
+	}
+	if _, err := compile(p.Condition); err != nil {
+		return services.Errorf(services.CodeInvalidPolicy, "the condition does not compile: %v", err)
+	}
+	return nil
+}
+
+// manage checks that p may change policies of namespace ns.
+func manage(p services.Principal) error {
+	if p.Role != services.RoleAdmin {
+		return services.Errorf(services.CodeForbidden, "only admins manage policies")
+	}
+	return nil
+}
+
+func notFound(id string) error {
+	return services.Errorf(services.CodeNotFound, "no policy has id %q", id)
+}
+
+func toPolicy(m *models.Policy) *Policy {
+	p := &Policy{ID: m.ID, Namespace: m.Namespace, Name: m.Name, Condition: m.Condition,
+		ApprovalsRequired: m.ApprovalsRequired, ExpiresAfter: m.ExpiresAfter, EscalateAfter: m.EscalateAfter,
+		Enabled: m.Enabled, Version: m.Version, CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
+	_ = json.Unmarshal([]byte(m.Tools), &p.Tools)
+	if p.Tools == nil {
+		p.Tools = []string{}
+	}
+	return p
+}
+
+func toModel(p *Policy, m *models.Policy) {
+	tools, _ := json.Marshal(p.Tools)
+	m.Namespace, m.Name, m.Tools, m.Condition = p.Namespace, p.Name, string(tools), p.Condition
+	m.ApprovalsRequired, m.ExpiresAfter, m.EscalateAfter, m.Enabled = p.ApprovalsRequired, p.ExpiresAfter, p.EscalateAfter, p.Enabled
+	m.Version, m.CreatedAt, m.UpdatedAt = p.Version, p.CreatedAt, p.UpdatedAt
+}
+
+// apply writes the fields of in that are set onto p.
+func apply(p *Policy, in Input) {
+	if in.Name != nil {
+		p.Name = strings.TrimSpace(*in.Name)
+	}
+	if in.Tools != nil {
+		p.Tools = append([]string{}, *in.Tools...)
+	}
+	if in.Condition != nil {
+		p.Condition = *in.Condition
+	}
+	if in.ApprovalsRequired != nil {
+		p.ApprovalsRequired = *in.ApprovalsRequired
+	}
+	if in.ExpiresAfter != nil {
+		p.ExpiresAfter = *in.ExpiresAfter
+	}
+	if in.EscalateAfter != nil {
+		p.EscalateAfter = in.EscalateAfter
+		if *in.EscalateAfter == 0 {
+			p.EscalateAfter = nil
+		}
+	}
+	if in.Enabled != nil {
+		p.Enabled = *in.Enabled
+	}
+}
+
+// Create adds a policy at version 1.
+func (s *Service) Create(ctx context.Context, pr services.Principal, in Input) (*Policy, error) {
+	if err := manage(pr); err != nil {
+		return nil, err
+	}
+	if in.Namespace == nil || *in.Namespace == "" {
+		return nil, invalid("field \"namespace\" is required")
+	}
+	if err := services.ValidateNamespace(*in.Namespace); err != nil {
+		return nil, err
+	}
+	var n int64
+	if err := s.st.Gorm().WithContext(ctx).Model(&models.Namespace{}).Where("name = ?", *in.Namespace).Count(&n).Error; err != nil {
+		return nil, services.DBError("policies: find namespace", err)
+	}
+	if n == 0 {
+		return nil, services.Errorf(services.CodeNotFound, "no namespace is named %q", *in.Namespace)
+	}
+	now := s.now()
+	p := &Policy{ID: uuid.Must(uuid.NewV7()).String(), Namespace: *in.Namespace, Tools: []string{}, Enabled: true,
+		ApprovalsRequired: DefaultApprovals, ExpiresAfter: DefaultExpiresAfter, Version: 1, CreatedAt: now, UpdatedAt: now}
+	if in.Name == nil {
+		return nil, invalid("field \"name\" is required")
+	}
+	if in.Tools == nil {
+		return nil, invalid("field \"tools\" is required: 1 to %d patterns", MaxTools)
+	}
+	apply(p, in)
+	if in.EscalateAfter != nil && *in.EscalateAfter == 0 {
+		return nil, invalid("field \"escalate_after\" must be at least %d seconds", MinEscalateAfter)
+	}
+	if err := validate(p); err != nil {
+		return nil, err
+	}
+	var m models.Policy
+	m.ID = p.ID
+	toModel(p, &m)
+	err := s.st.GormWriter().WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&m).Error; err != nil {
+			return err
+		}
+		return tx.Create(version(p)).Error
+	})
+	if err != nil {
+		return nil, services.DBError("policies: create", err)
+	}
+	s.forget(p.Namespace)
+	return p, nil
+}
+
+func version(p *Policy) *models.PolicyVersion {
+	b, _ := json.Marshal(p)
+	return &models.PolicyVersion{PolicyID: p.ID, Version: p.Version, Policy: string(b), CreatedAt: p.UpdatedAt}
+}
+
+func (s *Service) find(ctx context.Context, pr services.Principal, id string) (*models.Policy, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, notFound(id)
+	}
+	var m models.Policy
+	err := s.st.Gorm().WithContext(ctx).Where("id = ? AND deleted_at IS NULL", id).Limit(1).Find(&m).Error
+	if err != nil {
+		return nil, services.DBError("policies: read", err)
+	}
+	if m.ID == "" || !pr.Sees(m.Namespace) {
+		return nil, notFound(id)
+	}
+	return &m, nil
+}
+
+// Get returns a policy p may see.
+func (s *Service) Get(ctx context.Context, pr services.Principal, id string) (*Policy, error) {
+	m, err := s.find(ctx, pr, id)
+	if err != nil {
+		return nil, err
+	}
+	return toPolicy(m), nil
+}
+
+// List returns the policies p may see, of namespace ns if set, oldest
+// first.
+func (s *Service) List(ctx context.Context, pr services.Principal, ns string) ([]*Policy, error) {
+	q := s.st.Gorm().WithContext(ctx).Where("deleted_at IS NULL")
+	switch {
+	case !pr.Global() && ns != "" && ns != pr.Namespace:
+		return []*Policy{}, nil
+	case !pr.Global():
+		q = q.Where("namespace = ?", pr.Namespace)
+	case ns != "":
+		q = q.Where("namespace = ?", ns)
+	}
+	var ms []models.Policy
+	if err := q.Order("created_at, id").Find(&ms).Error; err != nil {
+		return nil, services.DBError("policies: list", err)
+	}
+	out := make([]*Policy, 0, len(ms))
+	for i := range ms {
+		out = append(out, toPolicy(&ms[i]))
+	}
+	return out, nil
+}
+
+// Update changes a policy and writes its next version; the change applies
+// to first intents from now on, never to actions already waiting.
+func (s *Service) Update(ctx context.Context, pr services.Principal, id string, in Input) (*Policy, error) {
+	if err := manage(pr); err != nil {
+		return nil, err
+	}
+	if in.Namespace != nil {
+		return nil, invalid("field \"namespace\" cannot change: create a policy in the other namespace")
+	}
+	m, err := s.find(ctx, pr, id)
+	if err != nil {
+		return nil, err
+	}
+	p := toPolicy(m)
+	apply(p, in)
+	if err := validate(p); err != nil {
+		return nil, err
+	}
+	prev := p.Version
+	p.Version, p.UpdatedAt = prev+1, s.now()
+	toModel(p, m)
+	err = s.st.GormWriter().WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&models.Policy{}).Where("id = ? AND version = ? AND deleted_at IS NULL", id, prev).
+			Select("*").Omit("id", "created_at", "deleted_at").Updates(m)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return errConflict
+		}
+		return tx.Create(version(p)).Error
+	})
+	if errors.Is(err, errConflict) {
+		return nil, services.Errorf(services.CodeVersionConflict, "policy %s changed meanwhile; read it again", id)
+	}
+	if err != nil {
+		return nil, services.DBError("policies: update", err)
+	}
+	s.forget(p.Namespace)
+	return p, nil
+}
+
+var errConflict = errors.New("policies: changed concurrently")
+
+// Delete stops a policy from applying; its versions stay readable.
+func (s *Service) Delete(ctx context.Context, pr services.Principal, id string) error {
+	if err := manage(pr); err != nil {
+		return err
+	}
+	m, err := s.find(ctx, pr, id)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	if err := s.st.GormWriter().WithContext(ctx).Model(&models.Policy{}).Where("id = ?", id).
+		Updates(map[string]any{"deleted_at": now, "updated_at": now}).Error; err != nil {
+		return services.DBError("policies: delete", err)
+	}
+	s.forget(m.Namespace)
+	return nil
+}
+
+// Versions returns every version of a policy p may see, oldest first, also
+// after it was deleted.
+func (s *Service) Versions(ctx context.Context, pr services.Principal, id string) ([]*Policy, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, notFound(id)
+	}
+	var vs []models.PolicyVersion
+	if err := s.st.Gorm().WithContext(ctx).Where("policy_id = ?", id).Order("version").Find(&vs).Error; err != nil {
+		return nil, services.DBError("policies: versions", err)
+	}
+	out := make([]*Policy, 0, len(vs))
+	for _, v := range vs {
+		var p Policy
+		if err := json.Unmarshal([]byte(v.Policy), &p); err != nil {
+			return nil, services.DBError("policies: read a version", err)
+		}
+		out = append(out, &p)
+	}
+	if len(out) == 0 || !pr.Sees(out[0].Namespace) {
+		return nil, notFound(id)
+	}
+	return out, nil
+}
+
+// Test evaluates a rule, without saving it, on the namespace's latest first
+// intents (its actions, newest first). Nothing is written.
+func (s *Service) Test(ctx context.Context, pr services.Principal, in TestInput) (*TestResult, error) {
+	if in.Limit == 0 {
+		in.Limit = DefaultTestLimit
+	}
+	if in.Limit < 1 || in.Limit > MaxTestLimit {
+		return nil, invalid("field \"limit\" must be 1 to %d", MaxTestLimit)
+	}
+	if in.Namespace == "" {
+		return nil, invalid("field \"namespace\" is required")
+	}
+	if !pr.Sees(in.Namespace) {
+		return nil, services.Errorf(services.CodeNotFound, "no namespace is named %q", in.Namespace)
+	}
+	rule := &Policy{Name: "test", Namespace: in.Namespace, Tools: in.Tools, Condition: in.Condition,
+		ApprovalsRequired: 1, ExpiresAfter: DefaultExpiresAfter}
+	if err := validate(rule); err != nil {
+		return nil, err
+	}
+	prg, _ := compile(in.Condition)
+	actions, err := s.st.Executor().ActionList(ctx, &driver.ActionListParams{Namespace: in.Namespace, Limit: in.Limit})
+	if err != nil {
+		return nil, services.DBError("policies: read recent intents", err)
+	}
+	res := &TestResult{Examined: len(actions), Sample: []*record.Action{}}
+	for _, a := range actions {
+		if !toolMatches(rule.Tools, a.Tool) {
+			continue
+		}
+		ok, err := eval(prg, factsOf(a))
+		if err != nil {
+			res.Errors++
+			ok = true
+		}
+		if ok {
+			res.Matched++
+			if len(res.Sample) < testSample {
+				res.Sample = append(res.Sample, a)
+			}
+		}
+	}
+	return res, nil
+}
+
+func toolMatches(patterns []string, tool string) bool {
+	for _, p := range patterns {
+		if matchTool(p, tool) {
+			return true
+		}
+	}
+	return false
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func factsOf(a *record.Action) Facts {
+	f := Facts{Tool: a.Tool, Effect: string(a.Effect), Agent: deref(a.Agent), Namespace: a.Namespace,
+		Reference: deref(a.Reference), RunID: deref(a.RunID)}
+	_ = json.Unmarshal(a.Params, &f.Params)
+	return f
+}
