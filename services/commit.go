@@ -95,6 +95,9 @@ func (l *Ledger) write(ctx context.Context, u *unit, chs []*driver.Change) ([]bo
 			u.alerted = true
 		}
 	}
+	if chs[0].Prev != nil {
+		l.waiting.wake(chs, written)
+	}
 	return written, nil
 }
 

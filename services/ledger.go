@@ -36,6 +36,8 @@ type Ledger struct {
 	grouped func(entries int)
 	// approver holds first intents its policies catch (nil: none).
 	approver Approver
+	// waiting are the requests waiting for a decision on an action.
+	waiting waiters
 }
 
 // OnAlert registers fn to run after every committed change that wrote

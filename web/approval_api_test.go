@@ -1,7 +1,11 @@
 package web_test
 
 import (
+	"encoding/json"
+	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -78,5 +82,65 @@ func TestApprovalOnTheWire(t *testing.T) {
 		a = m["action"].(map[string]any)
 		require.Contains(t, a, "approval")
 		require.Nil(t, a["approval"])
+	})
+}
+
+// TestPreferWait: a waiting intent is answered as soon as the action is
+// approved (proceed) or denied (denied), and pending_approval when nobody
+// decides in time; Preference-Applied says the wait was honoured.
+func TestPreferWait(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newEnv(t, st)
+		agent := e.key("payments", "refund-bot", services.RoleAgent)
+		alice := e.key("payments", "ops-alice", services.RoleOperator)
+		intent := func(key string) string {
+			return `{"key":"` + key + `","type":"intent","tool":"payments.refund","params":{"amount":1},"require_approval":true}`
+		}
+		waitFor := func(key string, wait string) (int, map[string]any, http.Header, time.Duration) {
+			req, err := http.NewRequest("POST", e.srv.URL+"/v1/entries", strings.NewReader(intent(key)))
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+agent)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Prefer", wait)
+			start := time.Now()
+			res, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer res.Body.Close()
+			var m map[string]any
+			require.NoError(t, json.NewDecoder(res.Body).Decode(&m))
+			return res.StatusCode, m, res.Header, time.Since(start)
+		}
+		decideSoon := func(key, body string) {
+			go func() {
+				for range 100 {
+					time.Sleep(50 * time.Millisecond)
+					status, m := e.do("GET", "/v1/actions?key="+key, alice, "")
+					if status == 200 {
+						e.do("POST", "/v1/actions/"+m["id"].(string)+"/decisions", alice, body)
+						return
+					}
+				}
+			}()
+		}
+
+		decideSoon("approved-meanwhile", `{"decision":"approve"}`)
+		status, m, h, took := waitFor("approved-meanwhile", "wait=10")
+		require.Equal(t, 201, status, "%v", m)
+		require.Equal(t, "proceed", m["outcome"])
+		require.EqualValues(t, 1, m["attempt"])
+		require.Equal(t, "wait=10", h.Get("Preference-Applied"))
+		require.Less(t, took, 5*time.Second)
+
+		decideSoon("denied-meanwhile", `{"decision":"reject","reason":"no"}`)
+		status, m, _, _ = waitFor("denied-meanwhile", "respond-async, wait=10")
+		require.Equal(t, 409, status)
+		require.Equal(t, "denied", m["outcome"])
+
+		status, m, h, took = waitFor("nobody-decides", "wait=1")
+		require.Equal(t, 202, status)
+		require.Equal(t, "pending_approval", m["outcome"])
+		require.Equal(t, "wait=1", h.Get("Preference-Applied"))
+		require.GreaterOrEqual(t, took, time.Second)
 	})
 }

@@ -5,8 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/arbiter-ledger/arbiter/services/record"
 
@@ -21,7 +25,11 @@ const MaxBodyBytes = 1 << 20
 // entrySubmitter is what the entries handler needs from the ledger.
 type entrySubmitter interface {
 	Submit(ctx context.Context, p services.Principal, raws [][]byte) ([]services.EntryResult, error)
+	AwaitDecision(ctx context.Context, p services.Principal, id string) (*record.Action, error)
 }
+
+// MaxWait bounds Prefer: wait=N.
+const MaxWait = 60 * time.Second
 
 // entriesHandler serves POST /v1/entries.
 type entriesHandler struct {
@@ -67,11 +75,57 @@ func (h *entriesHandler) submit(c echo.Context) error {
 		return c.JSON(http.StatusOK, batchResponse{Results: results})
 	}
 	r := results[0]
+	if wait, ok := preferWait(c.Request().Header.Values("Prefer")); ok && wait > 0 && r.Outcome == record.OutcomePendingApproval {
+		c.Response().Header().Set("Preference-Applied", fmt.Sprintf("wait=%d", int(wait.Seconds())))
+		if r, err = h.await(c, r, raws, wait); err != nil {
+			return err
+		}
+	}
 	status := outcomeStatus[r.Outcome]
 	if r.Error != nil {
 		status, _ = toAPIError(r.Error)
 	}
 	return c.JSON(status, r)
+}
+
+// await holds a single intent that is pending approval until the action is
+// approved or denied, or wait passes, and then answers the intent again:
+// proceed once approved, denied once denied, pending_approval still.
+func (h *entriesHandler) await(c echo.Context, r services.EntryResult, raws [][]byte, wait time.Duration) (services.EntryResult, error) {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), wait)
+	defer cancel()
+	p := principal(c)
+	a, err := h.ledger.AwaitDecision(ctx, p, r.Action.ID)
+	if err != nil || a.Status == record.StatusAwaitingApproval {
+		return r, nil // the client went away, or nobody decided in time
+	}
+	results, err := h.ledger.Submit(c.Request().Context(), p, raws)
+	if err != nil {
+		return r, err
+	}
+	for _, res := range results {
+		h.metrics.entries.WithLabelValues(string(res.Type), string(res.Outcome)).Inc()
+	}
+	return results[0], nil
+}
+
+// preferWait reads wait=N from Prefer headers (RFC 7240), capped at
+// MaxWait; a malformed preference is ignored, as the RFC asks.
+func preferWait(values []string) (time.Duration, bool) {
+	for _, v := range values {
+		for _, pref := range strings.Split(v, ",") {
+			name, val, ok := strings.Cut(strings.TrimSpace(pref), "=")
+			if !ok || !strings.EqualFold(strings.TrimSpace(name), "wait") {
+				continue
+			}
+			n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(val), `"`))
+			if err != nil || n < 0 {
+				continue
+			}
+			return min(time.Duration(n)*time.Second, MaxWait), true
+		}
+	}
+	return 0, false
 }
 
 // readBody reads the whole body, up to MaxBodyBytes.
