@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/interpreter"
 
 	"github.com/arbiter-ledger/arbiter/models"
 	"github.com/arbiter-ledger/arbiter/services"
@@ -94,22 +95,23 @@ func (s *Service) Require(ctx context.Context, q services.ApprovalQuery) (*recor
 		return nil, err
 	}
 	var req *record.ApprovalRequest
-	var facts *Facts
+	var act interpreter.Activation
 	for _, p := range ps {
 		if !toolMatches(p.Tools, q.Tool) {
 			continue
 		}
-		if facts == nil {
-			facts = &Facts{Tool: q.Tool, Effect: q.Effect, Agent: q.Agent, Namespace: q.Namespace,
+		if act == nil {
+			facts := Facts{Tool: q.Tool, Effect: q.Effect, Agent: q.Agent, Namespace: q.Namespace,
 				Reference: q.Reference, RunID: q.RunID}
 			_ = json.Unmarshal(q.Params, &facts.Params)
+			act = facts.activation()
 		}
 		prg, err := s.program(p)
 		var evalErr error
 		matched := true
 		if err != nil {
 			evalErr = err
-		} else if matched, evalErr = eval(prg, *facts); evalErr != nil {
+		} else if matched, evalErr = evalIn(prg, act); evalErr != nil {
 			matched = true
 		}
 		if !matched {
