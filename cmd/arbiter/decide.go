@@ -15,8 +15,8 @@ import (
 type decideCmd struct {
 	apiFlags                 `embed:""`
 	ID                       string `arg:"" help:"The action's id (as actions list shows it)."`
-	Decision                 string `arg:"" enum:"confirm,retry,compensate,mark_compensated,abandon" help:"confirm, retry, compensate, mark_compensated or abandon."`
-	Reason                   string `required:"" help:"Why: recorded in the ledger with your key's name. Required."`
+	Decision                 string `arg:"" enum:"confirm,retry,compensate,mark_compensated,abandon,approve,reject" help:"confirm, retry, compensate, mark_compensated, abandon, approve or reject."`
+	Reason                   string `help:"Why: recorded in the ledger with your key's name. Required, except to approve."`
 	ExpectedVersion          *int   `name:"expected-version" help:"Refuse the decision if the action changed since this version (actions show prints it)."`
 	AcknowledgeDuplicateRisk bool   `name:"acknowledge-duplicate-risk" help:"Needed to retry an unkeyed action: the downstream does not deduplicate, so the effect may happen twice."`
 	ExternalRef              string `name:"external-ref" help:"For confirm: the effect's id in the downstream system, as evidence."`
@@ -24,7 +24,7 @@ type decideCmd struct {
 }
 
 func (d *decideCmd) Run(ctx context.Context, log *slog.Logger) error {
-	if strings.TrimSpace(d.Reason) == "" {
+	if strings.TrimSpace(d.Reason) == "" && d.Decision != client.DecisionApprove {
 		return errors.New("--reason must say why: it is recorded in the ledger with the decision")
 	}
 	in := client.Decision{Decision: d.Decision, Reason: d.Reason, ExpectedVersion: d.ExpectedVersion,

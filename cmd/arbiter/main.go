@@ -23,15 +23,16 @@ type cli struct {
 	LogFormat   string `name:"log-format" env:"ARBITER_LOG_FORMAT" enum:"text,json" default:"text" help:"Log format: text or json."`
 	LogLevel    string `name:"log-level" env:"ARBITER_LOG_LEVEL" enum:"debug,info,warn,error" default:"info" help:"Lowest level logged."`
 
-	Serve   serveCmd   `cmd:"" help:"Run the HTTP server, the sweeper and retention."`
-	Migrate migrateCmd `cmd:"" help:"Apply pending database migrations."`
-	Keys    keysCmd    `cmd:"" help:"Manage API keys."`
-	Seed    seedCmd    `cmd:"" help:"Add synthetic actions for benchmarks (namespace seed)."`
-	Users   usersCmd   `cmd:"" help:"Manage dashboard users."`
-	Demo    demoCmd    `cmd:"" help:"Run the server with a simulated fleet of agents on a throwaway database, to see the dashboard at work."`
-	Actions actionsCmd `cmd:"" help:"List and show actions over the API (ARBITER_URL, ARBITER_API_KEY)."`
-	Decide  decideCmd  `cmd:"" help:"Take an operator decision on an action over the API (ARBITER_URL, ARBITER_API_KEY)."`
-	Bench   benchCmd   `cmd:"" help:"Measure a server: play agents against it (entries per second, latency), or time the sweeper, dashboard pages or webhook deliveries."`
+	Serve    serveCmd    `cmd:"" help:"Run the HTTP server, the sweeper and retention."`
+	Migrate  migrateCmd  `cmd:"" help:"Apply pending database migrations."`
+	Keys     keysCmd     `cmd:"" help:"Manage API keys."`
+	Seed     seedCmd     `cmd:"" help:"Add synthetic actions for benchmarks (namespace seed)."`
+	Users    usersCmd    `cmd:"" help:"Manage dashboard users."`
+	Demo     demoCmd     `cmd:"" help:"Run the server with a simulated fleet of agents on a throwaway database, to see the dashboard at work."`
+	Actions  actionsCmd  `cmd:"" help:"List and show actions over the API (ARBITER_URL, ARBITER_API_KEY)."`
+	Decide   decideCmd   `cmd:"" help:"Take an operator decision on an action over the API (ARBITER_URL, ARBITER_API_KEY)."`
+	Policies policiesCmd `cmd:"" help:"List, create and test approval policies over the API (ARBITER_URL, ARBITER_API_KEY)."`
+	Bench    benchCmd    `cmd:"" help:"Measure a server: play agents against it (entries per second, latency), or time the sweeper, dashboard pages or webhook deliveries."`
 }
 
 func main() {
