@@ -97,6 +97,7 @@ func (l *Ledger) write(ctx context.Context, u *unit, chs []*driver.Change) ([]bo
 	}
 	if chs[0].Prev != nil {
 		l.waiting.wake(chs, written)
+		l.observeApprovals(chs, written)
 	}
 	return written, nil
 }
@@ -140,3 +141,22 @@ func newID() string { return driver.NewID() }
 // Now is the time as Arbiter records it: UTC, to the microsecond the
 // databases keep.
 func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// observeApprovals reports the approvals a set of written changes decided.
+func (l *Ledger) observeApprovals(chs []*driver.Change, written []bool) {
+	if l.approvalDecided == nil {
+		return
+	}
+	for i, ch := range chs {
+		from, to := ch.Prev.Status, ch.Next.Status
+		if !written[i] || from == to || (from != record.StatusAwaitingApproval && from != record.StatusApproved) {
+			continue
+		}
+		switch {
+		case to == record.StatusApproved:
+			l.approvalDecided("approved", ch.Entry.RecordedAt.Sub(ch.Prev.CreatedAt))
+		case to == record.StatusDenied && from == record.StatusAwaitingApproval:
+			l.approvalDecided("denied", ch.Entry.RecordedAt.Sub(ch.Prev.CreatedAt))
+		}
+	}
+}

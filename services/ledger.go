@@ -38,7 +38,15 @@ type Ledger struct {
 	approver Approver
 	// waiting are the requests waiting for a decision on an action.
 	waiting waiters
+	// approvalDecided observes every approval decided, and how long it
+	// waited.
+	approvalDecided func(result string, waited time.Duration)
 }
+
+// OnApprovalDecided registers fn to observe each action held for approval
+// when it is approved or denied (rejected or expired), with the time since
+// the intent. fn must not block.
+func (l *Ledger) OnApprovalDecided(fn func(result string, waited time.Duration)) { l.approvalDecided = fn }
 
 // OnAlert registers fn to run after every committed change that wrote
 // alerts. fn must not block.

@@ -58,6 +58,9 @@ func TestApprovalOnTheWire(t *testing.T) {
 		require.Equal(t, map[string]any{"kind": "operator", "name": "ops-alice"}, votes[0].(map[string]any)["by"])
 		require.NotContains(t, votes[0], "identity")
 		require.Equal(t, "decision", m["entry"].(map[string]any)["type"])
+		_, metrics := e.doRaw("GET", "/metrics", "", "")
+		require.Contains(t, string(metrics), `arbiter_approval_decision_seconds_count{result="approved"} 1`)
+		require.Contains(t, string(metrics), `arbiter_actions{status="approved"} 1`)
 		// Only from awaiting_approval.
 		status, m = e.do("POST", "/v1/actions/"+id+"/decisions", alice, `{"decision":"approve"}`)
 		require.Equal(t, 409, status)

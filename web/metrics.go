@@ -27,6 +27,7 @@ type Metrics struct {
 
 	deliveries *prometheus.CounterVec
 	sendTime   prometheus.Histogram
+	approvals  *prometheus.HistogramVec
 	queueSrc   func(ctx context.Context) (webhooks.QueueStats, error)
 }
 
@@ -61,13 +62,21 @@ func NewMetrics(countByStatus func(ctx context.Context) (map[string]int64, error
 			Name: "arbiter_webhook_send_duration_seconds", Help: "Time a webhook receiver took to answer.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 15},
 		}),
+		approvals: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "arbiter_approval_decision_seconds",
+			Help:    "Time from an intent held for approval to its decision, by result (approved, denied).",
+			Buckets: []float64{1, 10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 7 * 24 * 3600},
+		}, []string{"result"}),
 	}
 	for _, r := range []string{"succeeded", "retrying", "failed"} {
 		m.deliveries.WithLabelValues(r)
 	}
 	m.sweeps.WithLabelValues("ok")
 	m.sweeps.WithLabelValues("error")
-	m.reg.MustRegister(m.entries, m.latency, m.sweeps, m.timedOut, m.groups, m, m.deliveries, m.sendTime,
+	for _, r := range []string{"approved", "denied"} {
+		m.approvals.WithLabelValues(r)
+	}
+	m.reg.MustRegister(m.entries, m.latency, m.sweeps, m.timedOut, m.groups, m, m.deliveries, m.sendTime, m.approvals,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -85,6 +94,11 @@ func (m *Metrics) WatchQueue(fn func(ctx context.Context) (webhooks.QueueStats, 
 
 // ObserveGroup records the size of one group commit.
 func (m *Metrics) ObserveGroup(entries int) { m.groups.Observe(float64(entries)) }
+
+// ObserveApproval records how long an approval waited for its decision.
+func (m *Metrics) ObserveApproval(result string, waited time.Duration) {
+	m.approvals.WithLabelValues(result).Observe(waited.Seconds())
+}
 
 // ObserveDelivery records one webhook delivery attempt.
 func (m *Metrics) ObserveDelivery(result string, latency time.Duration) {

@@ -40,6 +40,7 @@ func New(d Deps) *echo.Echo {
 	e := echo.New()
 	if d.Ledger != nil && d.Metrics != nil {
 		d.Ledger.OnGroup(d.Metrics.ObserveGroup)
+		d.Ledger.OnApprovalDecided(d.Metrics.ObserveApproval)
 	}
 	e.HideBanner, e.HidePort = true, true
 	dash := &dashboard{cookies: cookies{secure: d.SecureCookies}}
