@@ -1,6 +1,7 @@
 package services
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"hash/fnv"
@@ -17,7 +18,8 @@ import (
 
 // TriageStatuses are the statuses that wait on a person or on an agent
 // picking up a person's decision.
-var TriageStatuses = []record.Status{record.StatusTimedOut, record.StatusRetryRequested, record.StatusCompensationRequested}
+var TriageStatuses = []record.Status{record.StatusTimedOut, record.StatusRetryRequested, record.StatusCompensationRequested,
+	record.StatusAwaitingApproval}
 
 // TriageAlerts are the entry types shown as alerts on the triage queue.
 var TriageAlerts = []record.EntryType{record.TypeKeyReused, record.TypeStaleOutcome}
@@ -86,11 +88,22 @@ func (l *Ledger) Triage(ctx context.Context, p Principal, limit int) (*Triage, e
 		return nil, err
 	}
 	t.Items = append(waiting, alerts...)
-	slices.SortStableFunc(t.Items, func(a, b TriageItem) int { return a.Since.Compare(b.Since) })
+	// Approvals first (an agent may be waiting on one), then the oldest.
+	slices.SortStableFunc(t.Items, func(a, b TriageItem) int {
+		return cmp.Or(cmp.Compare(approvalRank(a), approvalRank(b)), a.Since.Compare(b.Since))
+	})
 	if len(t.Items) > limit {
 		t.Items = t.Items[:limit]
 	}
 	return t, nil
+}
+
+// approvalRank puts actions awaiting approval before everything else.
+func approvalRank(it TriageItem) int {
+	if !it.Alert && it.Action.Status == record.StatusAwaitingApproval {
+		return 0
+	}
+	return 1
 }
 
 // triageParams scopes the triage reads to what p may see.
@@ -107,7 +120,8 @@ func triageParams(p Principal, statuses []record.Status, since time.Time, limit 
 // (actions_lease_idx, actions_triage_idx), so counting stays cheap with
 // millions of finished actions; finished statuses are counted on demand in
 // the action list and in metrics.
-var OpenStatuses = []record.Status{record.StatusInProgress, record.StatusTimedOut, record.StatusRetryRequested, record.StatusCompensationRequested}
+var OpenStatuses = []record.Status{record.StatusAwaitingApproval, record.StatusInProgress, record.StatusTimedOut,
+	record.StatusRetryRequested, record.StatusCompensationRequested}
 
 // countsFor counts open actions per status in what p may see: the waiting
 // statuses and those in progress are counted apart, each by its own index.

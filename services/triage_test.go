@@ -99,7 +99,7 @@ func TestTriage(t *testing.T) {
 		require.Equal(t, 5, tr.Waiting)
 		require.Equal(t, int64(5), tr.Total)
 		require.Equal(t, map[string]int64{"in_progress": 2, "timed_out": 1, "retry_requested": 1,
-			"compensation_requested": 1}, tr.Counts, "open statuses only; finished ones are not counted here")
+			"compensation_requested": 1, "awaiting_approval": 0}, tr.Counts, "open statuses only; finished ones are not counted here")
 		require.Equal(t, map[string]int64{"key_reused": 1, "stale_outcome": 1}, tr.Alerts)
 		require.Equal(t, f.clock.Now(), tr.At)
 

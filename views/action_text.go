@@ -173,3 +173,38 @@ func leaseText(a *record.Action, now time.Time) string {
 	}
 	return "until " + timeAbs(*a.LeaseUntil) + " (" + timeRel(*a.LeaseUntil, now) + ")"
 }
+
+// approvalCount says how far an approval is: "1 of 2 approvals".
+func approvalCount(ap *record.Approval) string {
+	s := fmt.Sprintf("%d of %d approvals", len(ap.Approvals), ap.Required)
+	if ap.Required == 1 {
+		s = fmt.Sprintf("%d of 1 approval", len(ap.Approvals))
+	}
+	return s
+}
+
+// policiesText names the policy versions that caught an action, or says
+// the intent asked for approval itself.
+func policiesText(ap *record.Approval) string {
+	if len(ap.Policies) == 0 {
+		return "the intent asked for approval (require_approval)"
+	}
+	names := make([]string, len(ap.Policies))
+	for i, p := range ap.Policies {
+		names[i] = fmt.Sprintf("%s (version %d)", p.Name, p.Version)
+	}
+	s := strings.Join(names, ", ")
+	if ap.Error != "" {
+		s += "; held because a condition failed: " + ap.Error
+	}
+	return s
+}
+
+// ApprovalSummary is the line the triage queue shows for an action awaiting
+// approval: "1 of 2 approvals · expires in 42 min · large refunds (version 1)".
+func ApprovalSummary(ap *record.Approval, now time.Time) string {
+	if ap == nil {
+		return ""
+	}
+	return approvalCount(ap) + " · expires " + timeRel(ap.ExpiresAt, now) + " · " + policiesText(ap)
+}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/arbiter-ledger/arbiter/services/record"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/arbiter-ledger/arbiter/models"
@@ -84,6 +86,9 @@ func (h *triagePages) triageView(c echo.Context) (views.TriageView, error) {
 		v.Rows = append(v.Rows, views.TriageRow{ActionID: a.ID, Kind: it.Kind, Alert: it.Alert,
 			Status: string(a.Status), Namespace: a.Namespace, Key: a.Key, Tool: a.Tool, Effect: string(a.Effect),
 			Attempt: a.Attempt, Reference: deref(a.Reference), Since: it.Since})
+		if !it.Alert && a.Status == record.StatusAwaitingApproval {
+			v.Rows[len(v.Rows)-1].Approval = views.ApprovalSummary(a.Approval, t.At)
+		}
 	}
 	return v, nil
 }
