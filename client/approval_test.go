@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -55,5 +56,59 @@ func TestGuardRequireApproval(t *testing.T) {
 		var no *client.DeniedError
 		require.True(t, errors.As(err, &no), "%v", err)
 		require.EqualValues(t, 1, runs.Load(), "a denied action never runs")
+	})
+}
+
+// TestGuardWaitsForApproval: with ApprovalWait, Guard waits on the server
+// and runs fn as soon as an operator approves; a rejection comes back as a
+// *DeniedError naming who rejected and why.
+func TestGuardWaitsForApproval(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newEnv(t, st)
+		c, ops := e.agent("payments"), e.operator("payments")
+		ctx := context.Background()
+		var runs atomic.Int32
+		decideWhenHeld := func(key string, d client.Decision) {
+			go func() {
+				for range 200 {
+					time.Sleep(20 * time.Millisecond)
+					if a, err := ops.ActionByKey(ctx, key); err == nil && a.Status == client.StatusAwaitingApproval {
+						_, _ = ops.Decide(ctx, a.ID, d)
+						return
+					}
+				}
+			}()
+		}
+
+		spec := refundSpec("order-9101", 250000)
+		spec.RequireApproval, spec.ApprovalWait = true, 20*time.Second
+		decideWhenHeld(spec.Key, client.Decision{Decision: client.DecisionApprove})
+		start := time.Now()
+		out, err := c.Guard(ctx, spec, counted(&runs))
+		require.NoError(t, err)
+		require.True(t, out.Ran)
+		require.Less(t, time.Since(start), 10*time.Second)
+		require.Len(t, out.Action.Approval.Approvals, 1)
+
+		spec = refundSpec("order-9102", 990000)
+		spec.RequireApproval, spec.ApprovalWait = true, 20*time.Second
+		decideWhenHeld(spec.Key, client.Decision{Decision: client.DecisionReject, Reason: "over the limit"})
+		_, err = c.Guard(ctx, spec, counted(&runs))
+		var no *client.DeniedError
+		require.ErrorAs(t, err, &no)
+		require.False(t, no.Expired)
+		require.Equal(t, "oncall-payments", no.By)
+		require.Equal(t, "over the limit", no.Reason)
+
+		// The context's deadline bounds the wait.
+		spec = refundSpec("order-9103", 990000)
+		spec.RequireApproval, spec.ApprovalWait = true, time.Minute
+		short, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+		defer cancel()
+		_, err = c.Guard(short, spec, counted(&runs))
+		var pending *client.PendingApprovalError
+		require.ErrorAs(t, err, &pending)
+		require.EqualValues(t, 1, runs.Load())
 	})
 }

@@ -109,6 +109,13 @@ func (c *Client) call(ctx context.Context, name, id string, query url.Values, in
 // send performs the request of the client method name, as listed in routes,
 // and returns the status and the body whatever the status.
 func (c *Client) send(ctx context.Context, name, id string, query url.Values, in any) (int, []byte, error) {
+	return c.sendWith(ctx, name, id, query, in, nil, c.timeout)
+}
+
+// sendWith is send with extra request headers and a timeout of its own (0:
+// none but ctx's).
+func (c *Client) sendWith(ctx context.Context, name, id string, query url.Values, in any, header http.Header,
+	timeout time.Duration) (int, []byte, error) {
 	r, ok := routes[name]
 	if !ok {
 		panic("client: no route for method " + name)
@@ -133,9 +140,9 @@ func (c *Client) send(ctx context.Context, name, id string, query url.Values, in
 		body = bytes.NewReader(b)
 	}
 	rctx := ctx
-	if c.timeout > 0 {
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		rctx, cancel = context.WithTimeout(ctx, c.timeout)
+		rctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	req, err := http.NewRequestWithContext(rctx, r.Method, target, body)
@@ -150,6 +157,9 @@ func (c *Client) send(ctx context.Context, name, id string, query url.Values, in
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
 	req.Header.Set("User-Agent", c.userAgent)
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
 	res, err := c.http.Do(req)
 	if err != nil {
 		return 0, nil, c.transportError(ctx, r.Method, path, err)

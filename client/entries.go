@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -75,6 +76,32 @@ func (c *Client) Submit(ctx context.Context, e Entry) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	return entryResult(status, body)
+}
+
+// MaxApprovalWait is the longest one request may wait for a decision.
+const MaxApprovalWait = 60 * time.Second
+
+// SubmitWait sends one intent and, if it is held for approval, asks the
+// server to hold the answer until the action is approved (proceed) or
+// denied (denied), for up to wait (at most MaxApprovalWait). Any other
+// answer comes at once, as from Submit.
+func (c *Client) SubmitWait(ctx context.Context, e Entry, wait time.Duration) (*Result, error) {
+	wait = min(max(wait, 0), MaxApprovalWait)
+	h := http.Header{"Prefer": {fmt.Sprintf("wait=%d", int(wait.Seconds()))}}
+	timeout := c.timeout
+	if timeout > 0 {
+		timeout += wait
+	}
+	status, body, err := c.sendWith(ctx, "SubmitWait", "", nil, e, h, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return entryResult(status, body)
+}
+
+// entryResult reads the answer to one entry.
+func entryResult(status int, body []byte) (*Result, error) {
 	var r Result
 	if json.Unmarshal(body, &r) != nil || r.Outcome == "" {
 		// Not an entry result: the request itself failed (401, 413, 503, …).

@@ -73,6 +73,22 @@ type GuardSpec struct {
 	// approves it: Guard returns a *PendingApprovalError until then, and
 	// runs fn on the first call after the approval.
 	RequireApproval bool
+	// ApprovalWait is how long Guard waits for the decision on an action
+	// held for approval (by RequireApproval or by a policy), bounded by
+	// ctx's deadline: it waits on the server (Prefer: wait), runs fn as soon
+	// as the action is approved, and returns a *DeniedError if it is denied
+	// and a *PendingApprovalError if nobody decided in time. 0 returns the
+	// *PendingApprovalError at once.
+	ApprovalWait time.Duration
+}
+
+// approvalWait is how much longer Guard may wait for a decision.
+func (s *GuardSpec) approvalWait(ctx context.Context, start time.Time) time.Duration {
+	left := s.ApprovalWait - time.Since(start)
+	if d, ok := ctx.Deadline(); ok {
+		left = min(left, time.Until(d))
+	}
+	return left.Truncate(time.Second)
 }
 
 func (s *GuardSpec) lease() time.Duration {
@@ -207,7 +223,12 @@ func (c *Client) Guard(ctx context.Context, spec GuardSpec, fn GuardFunc) (*Outc
 	}
 	start := time.Now()
 	for n := 0; ; n++ {
-		res, err := c.Submit(ctx, intent)
+		var res *Result
+		if left := spec.approvalWait(ctx, start); n > 0 && left > 0 {
+			res, err = c.SubmitWait(ctx, intent, left)
+		} else {
+			res, err = c.Submit(ctx, intent)
+		}
 		if IsUnavailable(err) {
 			return nil, fmt.Errorf("%w (key %q): %w", ErrUnreachable, spec.Key, err)
 		}
@@ -227,9 +248,20 @@ func (c *Client) Guard(ctx context.Context, spec GuardSpec, fn GuardFunc) (*Outc
 		case OutcomeHeld:
 			return nil, &HeldError{ActionID: res.Action.ID, Key: spec.Key, Attempt: res.AttemptNumber(), URL: c.ActionURL(res.Action.ID)}
 		case OutcomePendingApproval:
-			return nil, &PendingApprovalError{ActionID: res.Action.ID, Key: spec.Key, URL: c.ActionURL(res.Action.ID)}
+			if spec.approvalWait(ctx, start) <= 0 {
+				return nil, &PendingApprovalError{ActionID: res.Action.ID, Key: spec.Key, URL: c.ActionURL(res.Action.ID),
+					Waited: time.Since(start)}
+			}
+			// Ask again, waiting on the server for the decision.
 		case OutcomeDenied:
-			return nil, &DeniedError{ActionID: res.Action.ID, Key: spec.Key, URL: c.ActionURL(res.Action.ID)}
+			e := &DeniedError{ActionID: res.Action.ID, Key: spec.Key, URL: c.ActionURL(res.Action.ID)}
+			if ap := res.Action.Approval; ap != nil {
+				e.Expired = ap.Rejection == nil
+				if ap.Rejection != nil {
+					e.By, e.Reason = ap.Rejection.By.Name, ap.Rejection.Reason
+				}
+			}
+			return nil, e
 		case OutcomeInProgress:
 			left := spec.Wait - time.Since(start)
 			if left <= 0 {

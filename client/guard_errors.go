@@ -43,22 +43,28 @@ func (e *HeldError) Error() string {
 // the action is approved.
 type PendingApprovalError struct {
 	ActionID, Key string
-	URL           string // the action's page, where operators approve it
+	URL           string        // the action's page, where operators approve it
+	Waited        time.Duration // how long Guard waited for a decision (GuardSpec.ApprovalWait)
 }
 
 func (e *PendingApprovalError) Error() string {
 	return fmt.Sprintf("arbiter: action %q awaits approval; nothing was run (%s)", e.Key, e.URL)
 }
 
-// DeniedError means the action's approval was rejected or expired: fn did
-// not run and must not run under this key.
+// DeniedError means the action's approval was rejected (By, Reason) or
+// expired (Expired): fn did not run and must not run under this key.
 type DeniedError struct {
 	ActionID, Key string
 	URL           string
+	Expired       bool
+	By, Reason    string
 }
 
 func (e *DeniedError) Error() string {
-	return fmt.Sprintf("arbiter: action %q was denied approval; nothing was run (%s)", e.Key, e.URL)
+	if e.Expired {
+		return fmt.Sprintf("arbiter: action %q was denied: its approval expired; nothing was run (%s)", e.Key, e.URL)
+	}
+	return fmt.Sprintf("arbiter: action %q was rejected by %s (%q); nothing was run (%s)", e.Key, e.By, e.Reason, e.URL)
 }
 
 // InProgressError means another attempt held a live lease for the whole

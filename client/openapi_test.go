@@ -106,6 +106,7 @@ func TestMethodsSendTheirRoute(t *testing.T) {
 	calls := map[string]func() error{
 		"Submit":      func() error { _, err := c.Submit(ctx, Entry{Key: "k", Type: TypeNote}); return err },
 		"SubmitBatch": func() error { _, err := c.SubmitBatch(ctx, []Entry{{Key: "k", Type: TypeNote}}); return err },
+		"SubmitWait":  func() error { _, err := c.SubmitWait(ctx, Entry{Key: "k", Type: TypeIntent}, time.Second); return err },
 		"ListActions": func() error { _, err := c.ListActions(ctx, ListOptions{Since: time.Now()}); return err },
 		"ActionByKey": func() error { _, err := c.ActionByKey(ctx, "k"); return err },
 		"ActionByKeyIn": func() error {

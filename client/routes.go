@@ -15,6 +15,7 @@ type route struct {
 var routes = map[string]route{
 	"Submit":      {http.MethodPost, "/v1/entries"},
 	"SubmitBatch": {http.MethodPost, "/v1/entries"},
+	"SubmitWait":  {http.MethodPost, "/v1/entries"},
 
 	"ListActions":   {http.MethodGet, "/v1/actions"},
 	"ActionByKey":   {http.MethodGet, "/v1/actions"},

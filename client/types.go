@@ -90,6 +90,32 @@ type Action struct {
 	ExternalRef *string         `json:"external_ref"`
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
+	// Approval is set on actions held for approval before execution.
+	Approval *Approval `json:"approval"`
+}
+
+// Approval is what an action held for approval needs and has.
+type Approval struct {
+	Required   int              `json:"required"`
+	Approvals  []ApprovalVote   `json:"approvals"`
+	ExpiresAt  time.Time        `json:"expires_at"`
+	EscalateAt *time.Time       `json:"escalate_at"`
+	Policies   []ApprovalPolicy `json:"policies"`
+	Rejection  *ApprovalVote    `json:"rejection"`
+}
+
+// ApprovalVote is one person's yes, or the rejection.
+type ApprovalVote struct {
+	By     Actor     `json:"by"`
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason"`
+}
+
+// ApprovalPolicy names a policy at the version that caught the action.
+type ApprovalPolicy struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Version int    `json:"version"`
 }
 
 // Actor says who wrote a ledger entry.
