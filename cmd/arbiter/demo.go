@@ -51,6 +51,9 @@ func (d *demoCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if err := demoPolicies(ctx, st); err != nil {
+		return fmt.Errorf("demo: create the approval policy: %w", err)
+	}
 
 	serverLog := log
 	if !d.Verbose {

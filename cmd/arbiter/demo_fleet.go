@@ -88,7 +88,7 @@ func (f *demoFleet) run(ctx context.Context) {
 		wg.Go(func() { _ = w.Run(ctx) })
 	}
 	for _, incident := range []func(context.Context){
-		f.ordinaryWork, f.crashes, f.keyReused, f.lateResult, f.staleOutcome, f.compensation,
+		f.ordinaryWork, f.crashes, f.keyReused, f.lateResult, f.staleOutcome, f.compensation, f.approvals,
 	} {
 		wg.Go(func() { incident(ctx) })
 	}
