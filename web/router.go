@@ -144,6 +144,16 @@ func New(d Deps) *echo.Echo {
 	e.POST("/admin/webhooks/:id/test", hookPages.test, admins...)
 	e.POST("/admin/webhooks/:id/delete", hookPages.delete, admins...)
 	e.POST("/admin/deliveries/:id/redeliver", hookPages.redeliver, admins...)
+
+	// Approval policies (tests may build a server without them).
+	if d.Policies != nil {
+		polPages := &policyPages{dashboard: dash, policies: d.Policies}
+		e.GET("/admin/policies", polPages.list, admins...)
+		e.POST("/admin/policies", polPages.create, admins...)
+		e.GET("/admin/policies/:id", polPages.show, admins...)
+		e.POST("/admin/policies/:id", polPages.update, admins...)
+		e.POST("/admin/policies/:id/delete", polPages.delete, admins...)
+	}
 	return e
 }
 
