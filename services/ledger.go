@@ -46,7 +46,9 @@ type Ledger struct {
 // OnApprovalDecided registers fn to observe each action held for approval
 // when it is approved or denied (rejected or expired), with the time since
 // the intent. fn must not block.
-func (l *Ledger) OnApprovalDecided(fn func(result string, waited time.Duration)) { l.approvalDecided = fn }
+func (l *Ledger) OnApprovalDecided(fn func(result string, waited time.Duration)) {
+	l.approvalDecided = fn
+}
 
 // OnAlert registers fn to run after every committed change that wrote
 // alerts. fn must not block.
