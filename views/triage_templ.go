@@ -98,7 +98,7 @@ func TriagePage(p Page, v TriageView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "\" data-testid=\"triage\"><header class=\"page-head\"><h1>Triage</h1><p class=\"muted\">What needs a person now, oldest first. The queue updates itself while this page is open. <a href=\"/\" class=\"button\" data-testid=\"triage-refresh\">Refresh</a></p></header><div id=\"triage-live\" hx-get=\"/triage/items\" hx-trigger=\"sse:triage\" hx-swap=\"innerHTML\" data-testid=\"triage-live\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "\" data-testid=\"triage\"><header class=\"page-head\"><h1>Triage</h1><p class=\"muted\">What needs a person now: approvals first, then the oldest. The queue updates itself while this page is open. <a href=\"/\" class=\"button\" data-testid=\"triage-refresh\">Refresh</a></p></header><div id=\"triage-live\" hx-get=\"/triage/items\" hx-trigger=\"sse:triage\" hx-swap=\"innerHTML\" data-testid=\"triage-live\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
