@@ -233,8 +233,8 @@ func TestOperatorCLI(t *testing.T) {
 			args []string
 			want string
 		}{
-			{op, []string{"decide", email.ID, "undo", "--reason", "x"}, `<decision> must be one of "confirm","retry","compensate","mark_compensated","abandon" but got "undo"`},
-			{op, []string{"decide", email.ID, "abandon"}, "missing flags: --reason"},
+			{op, []string{"decide", email.ID, "undo", "--reason", "x"}, `<decision> must be one of "confirm","retry","compensate","mark_compensated","abandon","approve","reject" but got "undo"`},
+			{op, []string{"decide", email.ID, "abandon"}, "--reason must say why"},
 			{op, []string{"decide", email.ID, "abandon", "--reason", "  "}, "--reason must say why"},
 			{op, []string{"decide", email.ID, "--reason", "x"}, "expected \"<decision>\""},
 			{op, []string{"decide", email.ID, "confirm", "--reason", "x", "--result", "{"}, "--result is not valid JSON"},
