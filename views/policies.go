@@ -82,10 +82,9 @@ func orEveryIntent(cond string) string {
 	return cond
 }
 
-func paramsText(a *record.Action) string { return compactParams(a.Params) }
-
-func compactParams(raw []byte) string {
-	s := strings.Join(strings.Fields(string(raw)), " ")
+// paramsText is an action's params on one line, cut at 120 characters.
+func paramsText(a *record.Action) string {
+	s := strings.Join(strings.Fields(string(a.Params)), " ")
 	if len(s) > 120 {
 		s = s[:117] + "…"
 	}
