@@ -92,6 +92,10 @@ type Action struct {
 	UpdatedAt   time.Time       `json:"updated_at"`
 	// Approval is set on actions held for approval before execution.
 	Approval *Approval `json:"approval"`
+	// Reconciliation is set on actions with a key_ttl, lookups or a
+	// compensation underway: the lookups of the current attempt and the
+	// last answer, and how the compensation went.
+	Reconciliation *record.Reconciliation `json:"reconciliation"`
 }
 
 // Approval is what an action held for approval needs and has.

@@ -55,17 +55,8 @@ var approvalDeadlines = deadlineTable{
 }
 
 func init() {
-	for ev, row := range approvalRules {
-		if rules[ev] == nil {
-			rules[ev] = map[record.Status]rule{}
-		}
-		for st, r := range row {
-			rules[ev][st] = r
-		}
-	}
-	for st, d := range approvalDeadlines {
-		deadlines[st] = d
-	}
+	rules.add(approvalRules)
+	deadlines.add(approvalDeadlines)
 }
 
 // Approver says what the first intent of a key needs before it may run:
@@ -145,6 +136,9 @@ func holdForApproval(pl plan, req *record.ApprovalRequest) plan {
 // the action. An identity that approved already is refused and nothing is
 // written.
 func approve(s *step) plan {
+	if s.act.Approval == nil {
+		return noApproval(s)
+	}
 	if s.act.Approval.Voted(s.identity) {
 		return plan{outcome: record.OutcomeRejected, err: Errorf(CodeAlreadyApproved,
 			"%s already approved action %s; %d of %d approvals so far", s.actor.Name, s.act.ID,
@@ -163,9 +157,19 @@ func approve(s *step) plan {
 
 // reject denies the action for good.
 func reject(s *step) plan {
+	if s.act.Approval == nil {
+		return noApproval(s)
+	}
 	pl := decide(record.StatusDenied)(s)
 	pl.next.Approval.Rejection = &record.Vote{By: s.actor, At: s.now, Reason: s.dec.Reason, Identity: s.identity}
 	return pl
+}
+
+// noApproval refuses an approval decision on an action that carries no
+// approval to decide.
+func noApproval(s *step) plan {
+	return plan{outcome: record.OutcomeRejected, err: Errorf(CodeInvalidTransition,
+		"action %s carries no approval to decide", s.act.ID)}
 }
 
 // approvalDeadline decides a passed approval deadline: the escalation is

@@ -91,7 +91,7 @@ func TestApprovalTable(t *testing.T) {
 
 		// Only the decisions of the table are allowed.
 		require.Equal(t, []record.Decision{record.DecisionApprove, record.DecisionReject},
-			services.AllowedDecisions(record.StatusAwaitingApproval))
+			services.AllowedDecisions(res.Action))
 		_, _, err = f.l.Decide(ctx, f.operator, id, services.DecisionInput{Decision: record.DecisionConfirm, Reason: "no"})
 		require.ErrorIs(t, err, services.ErrInvalidTransition)
 
@@ -158,7 +158,7 @@ func TestApprovalRejectedOrExpired(t *testing.T) {
 			require.Nil(t, res.Error, c.name)
 			require.Len(t, f.entries(t, a.ID), len(es), c.name)
 			// No decision moves a denied action.
-			require.Empty(t, services.AllowedDecisions(record.StatusDenied))
+			require.Empty(t, services.AllowedDecisions(&record.Action{Status: record.StatusDenied}))
 			n, err := f.l.Sweep(ctx)
 			require.NoError(t, err)
 			require.Zero(t, n, "%s: a denied action has no deadline", c.name)

@@ -26,8 +26,16 @@ var errLostRace = errors.New("ledger: action changed concurrently")
 // what an earlier one wrote, and pays for one commit.
 type unit struct {
 	ex      driver.Executor
+	tx      bool // ex is a transaction: several changes commit together
 	alerted bool // a change wrote alerts: wake the dispatcher once committed
 }
+
+// errNeedsTx means a plan makes two changes (plan.then), which must commit
+// together: the caller decides again in a transaction.
+var errNeedsTx = errors.New("ledger: the change needs a transaction")
+
+// systemActor writes the changes that follow from an agent's entry.
+var systemActor = record.Actor{Kind: record.ActorSystem, Name: "arbiter"}
 
 // single is the unit of a change that stands alone.
 func (l *Ledger) single() *unit { return &unit{ex: l.st.ex} }
@@ -109,7 +117,7 @@ func (l *Ledger) inTx(ctx context.Context, fn func(*unit) error) error {
 	if err != nil {
 		return DBError("ledger: begin", err)
 	}
-	u := &unit{ex: tx}
+	u := &unit{ex: tx, tx: true}
 	if err := fn(u); err != nil {
 		tx.Rollback()
 		return err

@@ -69,8 +69,14 @@ func TestAllowedDecisionsMatchSpec(t *testing.T) {
 				want = append(want, d)
 			}
 		}
-		require.Equal(t, want, services.AllowedDecisions(st), "decisions allowed from %s", st)
+		a := &record.Action{ID: "a", Status: st, Effect: record.EffectKeyed, Attempt: 1, Approval: &record.Approval{Required: 1}}
+		require.Equal(t, want, services.AllowedDecisions(a), "decisions allowed from %s", st)
 	}
+	// compensate is allowed from compensation_requested only after a
+	// compensation lease passed without a report.
+	a := &record.Action{ID: "a", Status: record.StatusCompensationRequested, Attempt: 1,
+		Reconciliation: &record.Reconciliation{CompensationTimedOut: true}}
+	require.Equal(t, []record.Decision{"compensate", "mark_compensated", "abandon"}, services.AllowedDecisions(a))
 }
 
 // TestDecisionTable takes every decision from every status: the allowed ones
@@ -121,8 +127,9 @@ func TestDecisionTable(t *testing.T) {
 						require.Equal(t, before.Version+1, a.Version)
 						require.Equal(t, before.Attempt, a.Attempt)
 						require.True(t, a.UpdatedAt.Equal(c.Now()))
-						if from == record.StatusInProgress {
-							require.Nil(t, a.LeaseUntil, "a decision ends the lease")
+						if from == record.StatusInProgress || from == record.StatusCompensationRequested ||
+							want == record.StatusCompensationRequested {
+							require.Nil(t, a.LeaseUntil, "a decision ends the lease; a compensation takes its own")
 						} else {
 							require.Equal(t, before.LeaseUntil, a.LeaseUntil)
 						}

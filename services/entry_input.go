@@ -29,6 +29,11 @@ const (
 	MaxBatchEntries = 500
 	DefaultTimeout  = 300 * time.Second
 	MaxTimeout      = 604800 * time.Second
+	// A lookup's lease: 60 seconds unless the entry says, at most an hour.
+	DefaultLookupTimeout = 60 * time.Second
+	MaxLookupTimeout     = 3600 * time.Second
+	// MaxKeyTTL bounds key_ttl: a year.
+	MaxKeyTTL = 31536000 * time.Second
 	// MaxAttempt is the largest attempt number the database stores.
 	MaxAttempt = math.MaxInt32
 )
@@ -54,6 +59,11 @@ type EntryInput struct {
 	OccurredAt  *time.Time       `json:"occurred_at,omitempty"`
 	// RequireApproval holds a first intent for one person's approval.
 	RequireApproval *bool `json:"require_approval,omitempty"`
+	// KeyTTL is how long the downstream honours the key, in seconds.
+	KeyTTL *float64 `json:"key_ttl,omitempty"`
+	// Answer and Evidence are what a lookup found.
+	Answer   *record.Answer  `json:"answer,omitempty"`
+	Evidence json.RawMessage `json:"evidence,omitempty"`
 }
 
 // DecodeEntry parses one entry strictly (unknown fields and trailing data are
@@ -224,13 +234,21 @@ func jsonTypeName(goType string) string {
 // allowed lists, per type, the optional fields besides key, type, agent,
 // run_id and occurred_at.
 var allowedFields = map[record.EntryType][]string{
-	record.TypeIntent:      {"tool", "effect", "params", "timeout", "reference", "require_approval"},
-	record.TypeHeartbeat:   {"attempt", "timeout"},
-	record.TypeSucceeded:   {"attempt", "result", "external_ref"},
-	record.TypeFailed:      {"attempt", "error", "retriable"},
-	record.TypeCompensated: {"attempt", "external_ref"},
-	record.TypeNote:        {"attempt", "message"},
+	record.TypeIntent:             {"tool", "effect", "params", "timeout", "reference", "require_approval", "key_ttl"},
+	record.TypeHeartbeat:          {"attempt", "timeout"},
+	record.TypeSucceeded:          {"attempt", "result", "external_ref"},
+	record.TypeFailed:             {"attempt", "error", "retriable"},
+	record.TypeCompensated:        {"attempt", "external_ref"},
+	record.TypeNote:               {"attempt", "message"},
+	record.TypeLookup:             {"attempt", "timeout"},
+	record.TypeLookupResult:       {"attempt", "answer", "evidence", "external_ref", "result"},
+	record.TypeCompensationFailed: {"attempt", "error", "retriable"},
 }
+
+// optionalFields lists every optional field in the order Validate names
+// the first one that does not apply.
+var optionalFields = []string{"tool", "effect", "params", "timeout", "reference", "require_approval", "key_ttl",
+	"attempt", "answer", "evidence", "result", "external_ref", "error", "retriable", "message"}
 
 // Validate checks the rules of SPEC's entry table.
 func (in *EntryInput) Validate() error {
@@ -240,21 +258,21 @@ func (in *EntryInput) Validate() error {
 	allowed, ok := allowedFields[in.Type]
 	if !ok {
 		if in.Type == "" {
-			return Errorf(CodeInvalid, "field \"type\" is required: one of intent, heartbeat, succeeded, failed, compensated, note")
+			return Errorf(CodeInvalid, "field \"type\" is required: one of %s", ListOrNone(record.AgentEntryTypes))
 		}
-		return Errorf(CodeInvalid, "unknown type %q: use intent, heartbeat, succeeded, failed, compensated or note", in.Type)
+		return Errorf(CodeInvalid, "unknown type %q: use one of %s", in.Type, ListOrNone(record.AgentEntryTypes))
 	}
 	present := map[string]bool{
 		"tool": in.Tool != nil, "effect": in.Effect != nil, "params": in.Params != nil,
 		"timeout": in.Timeout != nil, "reference": in.Reference != nil, "attempt": in.Attempt != nil,
 		"result": in.Result != nil, "external_ref": in.ExternalRef != nil, "error": in.Error != nil,
 		"retriable": in.Retriable != nil, "message": in.Message != nil, "require_approval": in.RequireApproval != nil,
+		"key_ttl": in.KeyTTL != nil, "answer": in.Answer != nil, "evidence": in.Evidence != nil,
 	}
 	for _, f := range allowed {
 		delete(present, f)
 	}
-	for _, f := range []string{"tool", "effect", "params", "timeout", "reference", "require_approval", "attempt", "result",
-		"external_ref", "error", "retriable", "message"} {
+	for _, f := range optionalFields {
 		if present[f] {
 			return Errorf(CodeInvalid, "field %q does not apply to %s entries", f, in.Type)
 		}
@@ -272,9 +290,17 @@ func (in *EntryInput) Validate() error {
 		return err
 	}
 	if in.Timeout != nil {
-		t := *in.Timeout
-		if t < 1 || t > MaxTimeout.Seconds() {
-			return Errorf(CodeInvalid, "field \"timeout\" must be between 1 and 604800 seconds, got %v", t)
+		t, max := *in.Timeout, MaxTimeout
+		if in.Type == record.TypeLookup {
+			max = MaxLookupTimeout
+		}
+		if t < 1 || t > max.Seconds() {
+			return Errorf(CodeInvalid, "field \"timeout\" must be between 1 and %v seconds for %s entries, got %v", max.Seconds(), in.Type, t)
+		}
+	}
+	if in.KeyTTL != nil {
+		if t := *in.KeyTTL; t < 1 || t > MaxKeyTTL.Seconds() {
+			return Errorf(CodeInvalid, "field \"key_ttl\" must be between 1 and %v seconds, got %v", MaxKeyTTL.Seconds(), t)
 		}
 	}
 	if in.Type != record.TypeIntent && in.Type != record.TypeNote {
@@ -318,9 +344,28 @@ func (in *EntryInput) Validate() error {
 		if err := checkJSONField("result", in.Result); err != nil {
 			return err
 		}
-	case record.TypeFailed:
+	case record.TypeLookupResult:
+		if in.Answer == nil {
+			return Errorf(CodeInvalid, "field \"answer\" is required for lookup_result entries: one of %s", ListOrNone(record.Answers))
+		}
+		if !in.Answer.Valid() {
+			return Errorf(CodeInvalid, "unknown answer %q: use one of %s", *in.Answer, ListOrNone(record.Answers))
+		}
+		for _, f := range []struct {
+			name string
+			raw  json.RawMessage
+		}{{"evidence", in.Evidence}, {"result", in.Result}} {
+			name, raw := f.name, f.raw
+			if len(raw) > MaxJSONBytes {
+				return Errorf(CodeInvalid, "field %q is %d bytes; the limit is %d", name, len(raw), MaxJSONBytes)
+			}
+			if err := checkJSONField(name, raw); err != nil {
+				return err
+			}
+		}
+	case record.TypeFailed, record.TypeCompensationFailed:
 		if in.Error == nil || *in.Error == "" {
-			return Errorf(CodeInvalid, "field \"error\" is required for failed entries")
+			return Errorf(CodeInvalid, "field \"error\" is required for %s entries", in.Type)
 		}
 		if err := checkText("error", *in.Error, MaxTextBytes); err != nil {
 			return err
@@ -374,6 +419,9 @@ func Printable(s string) bool {
 // timeout returns the lease the entry asks for.
 func (in *EntryInput) timeout() time.Duration {
 	if in.Timeout == nil {
+		if in.Type == record.TypeLookup {
+			return DefaultLookupTimeout
+		}
 		return DefaultTimeout
 	}
 	return time.Duration(*in.Timeout * float64(time.Second))

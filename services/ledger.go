@@ -270,6 +270,14 @@ func (l *Ledger) submitOne(ctx context.Context, p Principal, in *EntryInput) (En
 func (l *Ledger) applyAlone(ctx context.Context, p Principal, in *EntryInput) (EntryResult, error) {
 	u := l.single()
 	res, err := l.apply(ctx, u, p, in)
+	if errors.Is(err, errNeedsTx) {
+		err = l.inTx(ctx, func(u *unit) error {
+			var err error
+			res, err = l.apply(ctx, u, p, in)
+			return err
+		})
+		return res, err
+	}
 	if err == nil && u.alerted {
 		l.wakeDispatcher()
 	}
@@ -306,7 +314,17 @@ func (l *Ledger) flushShared(ctx context.Context, items []*groupItem) {
 func answerWith(in *EntryInput, pl plan, ch *driver.Change) EntryResult {
 	e := ch.Entry
 	res := EntryResult{Key: in.Key, Type: in.Type, Outcome: pl.outcome, Error: pl.err, Entry: &e}
-	return res.withAction(ch.Next.Clone())
+	return res.withAction(ch.Next.Clone()).withLease(pl)
+}
+
+// withLease answers with the lease the plan granted, when it is not the
+// action's own (a lookup's).
+func (r EntryResult) withLease(pl plan) EntryResult {
+	if pl.lease != nil {
+		t := *pl.lease
+		r.LeaseUntil = &t
+	}
+	return r
 }
 
 func actorOf(p Principal, in *EntryInput) record.Actor {
@@ -353,7 +371,10 @@ func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput
 		}
 		res := EntryResult{Key: in.Key, Type: in.Type, Outcome: pl.outcome, Error: pl.err}
 		if pl.record == nil {
-			return res.withAction(act), nil
+			return res.withAction(act).withLease(pl), nil
+		}
+		if pl.then != nil && !u.tx {
+			return EntryResult{}, errNeedsTx
 		}
 		ch := l.newChange(act, pl, actor, in, now)
 		written, err := l.write(ctx, u, []*driver.Change{ch})
@@ -363,7 +384,20 @@ func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput
 		if !written[0] {
 			continue // lost a race: read again and decide again
 		}
-		return answerWith(in, pl, ch), nil
+		res = answerWith(in, pl, ch)
+		if pl.then != nil {
+			then := pl.then(&ch.Entry)
+			ch2 := l.newChange(ch.Next, then, systemActor, nil, now)
+			written, err := l.write(ctx, u, []*driver.Change{ch2})
+			if err != nil {
+				return EntryResult{}, err
+			}
+			if !written[0] { // the first change holds the row's lock until the commit
+				return EntryResult{}, fmt.Errorf("ledger: action %s changed inside its own transaction", act.ID)
+			}
+			res = res.withAction(ch2.Next.Clone())
+		}
+		return res, nil
 	}
 	return EntryResult{}, Errorf(CodeConflict, "key %q is changing too fast to record this entry; retry it", in.Key)
 }
@@ -442,7 +476,7 @@ func (l *Ledger) decideOn(ctx context.Context, p Principal, act *record.Action, 
 	r, ok := l.rules[event(d.Decision)][act.Status]
 	if !ok {
 		return nil, nil, Errorf(CodeInvalidTransition, "cannot %s an action that is %s; allowed now: %s",
-			d.Decision, act.Status, ListOrNone(l.rules.allowedDecisions(act.Status)))
+			d.Decision, act.Status, ListOrNone(l.rules.allowedDecisions(act, l.now())))
 	}
 	now := l.now()
 	actor := record.Actor{Kind: record.ActorOperator, Name: p.Name}

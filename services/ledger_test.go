@@ -351,6 +351,11 @@ type entryWant struct {
 	lease   time.Duration // leaseKept, leaseNone, or the lease from now
 	result  string        // the action's result, "" for null
 	entries []wantEntry   // appended by the entry
+	// answerLease is the lease answered when it is not the action's (a
+	// lookup's), from now; 0: the action's.
+	answerLease time.Duration
+	// check looks further at the stored action.
+	check func(t *testing.T, a *record.Action)
 }
 
 type entryCase struct {
@@ -393,8 +398,9 @@ var entryCases = []entryCase{
 	{name: "intent on retry_requested after a failure proceeds", setup: toRetryAfterFailure, entry: intentK,
 		want: entryWant{outcome: "proceed", status: "in_progress", attempt: 2, version: 4, lease: 60 * time.Second,
 			entries: []wantEntry{{"intent", "agent", 2}}}},
-	{name: "intent on compensation_requested says compensate", setup: toCompRequested, entry: intentK,
-		want: entryWant{outcome: "compensate", status: "compensation_requested", attempt: 1, version: 3, lease: leaseNone, result: `{"refund":"re_1"}`}},
+	{name: "intent on compensation_requested says compensate with a lease", setup: toCompRequested, entry: intentK,
+		want: entryWant{outcome: "compensate", status: "compensation_requested", attempt: 1, version: 4, lease: 60 * time.Second, result: `{"refund":"re_1"}`,
+			entries: []wantEntry{{"intent", "agent", 1}}}},
 
 	// Heartbeats.
 	{name: "heartbeat extends the lease and bumps the version", setup: then(toInProgress, wait(30*time.Second)), entry: heartbeat1,
@@ -544,12 +550,17 @@ var entryCases = []entryCase{
 
 func TestEntryTransitions(t *testing.T) {
 	t.Parallel()
+	runEntryCases(t, entryCases)
+}
+
+// runEntryCases runs cases on each database.
+func runEntryCases(t *testing.T, cases []entryCase) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		// Cases run one after another on one database, each in its own
 		// namespace and a day after the previous one, so one case's
 		// sweep never reaches a lease another case still needs.
 		c := newClock()
-		for _, tc := range entryCases {
+		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				if tc.skip != "" {
 					t.Skip(tc.skip)
@@ -612,7 +623,15 @@ func TestEntryTransitions(t *testing.T) {
 				}
 				require.NotNil(t, res.Attempt)
 				require.Equal(t, w.attempt, *res.Attempt)
-				require.Equal(t, res.Action.LeaseUntil, res.LeaseUntil)
+				if w.answerLease == 0 {
+					require.Equal(t, res.Action.LeaseUntil, res.LeaseUntil)
+				} else {
+					require.NotNil(t, res.LeaseUntil, "the lease answered")
+					require.True(t, now.Add(w.answerLease).Equal(*res.LeaseUntil), "lease answered %s, want now+%s", res.LeaseUntil, w.answerLease)
+				}
+				if w.check != nil {
+					w.check(t, stored)
+				}
 				if before != nil {
 					require.Equal(t, before.ID, stored.ID)
 				}
@@ -620,10 +639,10 @@ func TestEntryTransitions(t *testing.T) {
 				appended := countEntries(t, st, "", "") - countBefore
 				require.Equal(t, len(w.entries), appended, "entries appended: %s", describeEntries(all))
 				requireEntries(t, w.entries, all[len(all)-appended:], now)
-				if appended > 0 {
+				if appended > 0 { // the entry answered is the first appended: the agent's own
 					require.NotNil(t, res.Entry)
-					require.Equal(t, all[len(all)-1].Seq, res.Entry.Seq)
-					require.Equal(t, all[len(all)-1].ID, res.Entry.ID)
+					require.Equal(t, all[len(all)-appended].Seq, res.Entry.Seq)
+					require.Equal(t, all[len(all)-appended].ID, res.Entry.ID)
 				} else {
 					require.Nil(t, res.Entry)
 				}

@@ -62,6 +62,13 @@ type plan struct {
 	next    *record.Action
 	record  *recordSpec
 	events  []record.EventType
+	// lease answers the entry when it is not the action's own lease (a
+	// lookup's).
+	lease *time.Time
+	// then decides a second change, made by the system in the same
+	// transaction once this plan's entry is written (and has its seq): what
+	// the agent's entry caused.
+	then func(written *record.Entry) plan
 }
 
 // recordSpec describes the entry to append: its type, attempt and payload
@@ -76,6 +83,53 @@ type rule func(s *step) plan
 
 // ruleTable maps an event and the action's status to the rule that decides.
 type ruleTable map[event]map[record.Status]rule
+
+// add merges rows into t, replacing the rules they refine.
+func (t ruleTable) add(rows ruleTable) {
+	for ev, row := range rows {
+		if t[ev] == nil {
+			t[ev] = map[record.Status]rule{}
+		}
+		for st, r := range row {
+			t[ev][st] = r
+		}
+	}
+}
+
+// staleTable decides, per entry type, an entry for an attempt older than
+// the action's current one; types without a row are stale outcomes.
+type staleTable map[record.EntryType]rule
+
+func (t staleTable) add(rows staleTable) {
+	for typ, r := range rows {
+		t[typ] = r
+	}
+}
+
+// stale is the table of entries for older attempts.
+var stale = staleTable{
+	record.TypeHeartbeat: staleHeartbeat,
+}
+
+// staleOutcome records an outcome for an older attempt and alerts it: the
+// effect may have happened twice.
+func staleOutcome(s *step) plan {
+	n := *s.in.Attempt
+	return plan{
+		outcome: record.OutcomeRejected,
+		err:     Errorf(CodeStaleAttempt, "attempt %d is stale: the action is at attempt %d", n, s.act.Attempt),
+		record:  &recordSpec{typ: record.TypeStaleOutcome, attempt: &n, payload: reportPayload(s.in)},
+		events:  []record.EventType{record.EventStaleOutcome},
+	}
+}
+
+// staleHeartbeat records a heartbeat of an older attempt as evidence that
+// its worker was alive.
+func staleHeartbeat(s *step) plan {
+	pl := staleOutcome(s)
+	pl.record.typ, pl.events = record.TypeStaleHeartbeat, nil
+	return pl
+}
 
 // rules is the transition table.
 var rules = ruleTable{
@@ -147,21 +201,38 @@ var rules = ruleTable{
 // evDeadline rule (a test checks).
 type deadlineTable map[record.Status]func(a *record.Action) *time.Time
 
+func (t deadlineTable) add(rows deadlineTable) {
+	for st, d := range rows {
+		t[st] = d
+	}
+}
+
 // deadlines is the deadline table.
 var deadlines = deadlineTable{
 	record.StatusInProgress: func(a *record.Action) *time.Time { return a.LeaseUntil },
 }
 
-// AllowedDecisions lists the decisions the table allows in status st, in the
+// AllowedDecisions lists the decisions the table allows on a now, in the
 // order a person reads them.
-func AllowedDecisions(st record.Status) []record.Decision {
-	return rules.allowedDecisions(st)
+func AllowedDecisions(a *record.Action) []record.Decision {
+	return rules.allowedDecisions(a, Now())
 }
 
-func (t ruleTable) allowedDecisions(st record.Status) []record.Decision {
+// allowedDecisions asks each decision's rule for a's status whether it
+// would refuse a as invalid_transition (some rows allow a decision only in
+// some cases, such as compensating again). A refusal for want of a field
+// (the duplicate-risk acknowledgement) still counts as allowed. Rules are
+// pure, so asking writes nothing.
+func (t ruleTable) allowedDecisions(a *record.Action, now time.Time) []record.Decision {
 	var out []record.Decision
 	for _, d := range record.Decisions {
-		if _, ok := t[event(d)][st]; ok {
+		r, ok := t[event(d)][a.Status]
+		if !ok {
+			continue
+		}
+		pl := r(&step{now: now, ns: a.Namespace, act: a, actor: record.Actor{Kind: record.ActorOperator},
+			dec: &DecisionInput{Decision: d, Reason: "asking", AcknowledgeDuplicateRisk: true}})
+		if pl.err == nil || pl.err.Code != CodeInvalidTransition {
 			out = append(out, d)
 		}
 	}
@@ -199,16 +270,10 @@ func (t ruleTable) transition(s *step) plan {
 	} else if in.Attempt != nil && in.Type != record.TypeNote {
 		n := *in.Attempt
 		if n < a.Attempt {
-			typ, events := record.TypeStaleOutcome, []record.EventType{record.EventStaleOutcome}
-			if in.Type == record.TypeHeartbeat {
-				typ, events = record.TypeStaleHeartbeat, nil
+			if r, ok := stale[in.Type]; ok {
+				return r(s)
 			}
-			return plan{
-				outcome: record.OutcomeRejected,
-				err:     Errorf(CodeStaleAttempt, "attempt %d is stale: the action is at attempt %d", n, a.Attempt),
-				record:  &recordSpec{typ: typ, attempt: &n, payload: reportPayload(in)},
-				events:  events,
-			}
+			return staleOutcome(s)
 		}
 		if n > a.Attempt {
 			return invalidTransition(s, fmt.Sprintf("attempt %d has not started: the action is at attempt %d", n, a.Attempt))
@@ -271,6 +336,10 @@ func createAction(s *step) plan {
 		Status: record.StatusInProgress, Attempt: 1, LeaseUntil: &lease,
 		Reference: in.Reference, Agent: &agent, Params: params,
 		CreatedAt: s.now, RunID: in.RunID, Fingerprint: fp,
+	}
+	if in.KeyTTL != nil {
+		expires := s.now.Add(time.Duration(*in.KeyTTL * float64(time.Second)))
+		a.Reconciliation = &record.Reconciliation{KeyExpiresAt: &expires}
 	}
 	pl := plan{outcome: record.OutcomeProceed, next: a,
 		record: &recordSpec{typ: record.TypeIntent, attempt: &one, payload: intentPayload(in)}}
@@ -367,6 +436,7 @@ func lateResultKeepRetry(s *step) plan {
 func compensated(s *step) plan {
 	next := s.act.Clone()
 	next.Status = record.StatusCompensated
+	next.LeaseUntil = nil
 	if s.in.ExternalRef != nil {
 		next.ExternalRef = s.in.ExternalRef
 	}
@@ -393,7 +463,10 @@ func decide(to record.Status) rule {
 		d := s.dec
 		next := s.act.Clone()
 		next.Status = to
-		if s.act.Status == record.StatusInProgress {
+		// A lease of the attempt or of the compensation ends with the
+		// decision; a new compensation has none until an intent takes it.
+		if s.act.Status == record.StatusInProgress || s.act.Status == record.StatusCompensationRequested ||
+			to == record.StatusCompensationRequested {
 			next.LeaseUntil = nil
 		}
 		if d.ExternalRef != nil {
@@ -417,10 +490,14 @@ func decide(to record.Status) rule {
 }
 
 func decideRetry(s *step) plan {
-	if s.act.Effect == record.EffectUnkeyed && !s.dec.AcknowledgeDuplicateRisk {
+	if s.act.EffectAt(s.now) == record.EffectUnkeyed && !s.dec.AcknowledgeDuplicateRisk {
+		why := "is unkeyed: the downstream does not deduplicate"
+		if s.act.Effect == record.EffectKeyed {
+			why = "is keyed, but its key outlived the downstream's key_ttl"
+		}
 		return plan{outcome: record.OutcomeRejected, err: Errorf(CodeDuplicateRiskUnacknowledged,
-			"action %s is unkeyed: the downstream does not deduplicate, so a retry may repeat the effect; "+
-				"send acknowledge_duplicate_risk: true to retry anyway", s.act.ID)}
+			"action %s %s, so a retry may repeat the effect; "+
+				"send acknowledge_duplicate_risk: true to retry anyway", s.act.ID, why)}
 	}
 	return decide(record.StatusRetryRequested)(s)
 }
@@ -439,7 +516,7 @@ func intentFingerprint(in *EntryInput) (string, []byte, error) {
 }
 
 func intentPayload(in *EntryInput) *record.IntentPayload {
-	return &record.IntentPayload{Effect: in.Effect, Reference: in.Reference, RunID: in.RunID,
+	return &record.IntentPayload{Effect: in.Effect, KeyTTL: in.KeyTTL, Reference: in.Reference, RunID: in.RunID,
 		Timeout: in.timeout().Seconds(), Tool: *in.Tool}
 }
 

@@ -63,7 +63,7 @@ func (v ActionView) SeenSeq() int {
 }
 
 // Allowed lists the decisions the action's status allows now.
-func (v ActionView) Allowed() []record.Decision { return services.AllowedDecisions(v.Action.Status) }
+func (v ActionView) Allowed() []record.Decision { return services.AllowedDecisions(v.Action) }
 
 // KeyReuse is one refused intent that offered the action's key with other
 // params, set beside what is stored.

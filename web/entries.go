@@ -82,6 +82,9 @@ func (h *entriesHandler) submit(c echo.Context) error {
 		}
 	}
 	status := outcomeStatus[r.Outcome]
+	if r.Outcome == record.OutcomeProceed && r.Type == record.TypeLookup {
+		status = http.StatusOK // a lookup creates nothing: it may ask the downstream now
+	}
 	if r.Error != nil {
 		status, _ = toAPIError(r.Error)
 	}

@@ -245,7 +245,8 @@ func printAction(w io.Writer, c *client.Client, a *client.Action, entries []clie
 	field("UPDATED", a.UpdatedAt.UTC().Format(time.RFC3339)+" ("+age(now, a.UpdatedAt)+" ago)")
 	field("PARAMS", compactJSON(a.Params, 0))
 	field("RESULT", compactJSON(a.Result, 0))
-	if next := services.AllowedDecisions(record.Status(a.Status)); len(next) > 0 {
+	if next := services.AllowedDecisions(&record.Action{Status: record.Status(a.Status), Effect: record.Effect(a.Effect),
+		Attempt: a.Attempt, Reconciliation: a.Reconciliation}); len(next) > 0 {
 		names := make([]string, len(next))
 		for i, d := range next {
 			names[i] = string(d)

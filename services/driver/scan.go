@@ -22,14 +22,17 @@ type Scanner interface{ Scan(dest ...any) error }
 func ScanAction(row Scanner, head ...any) (*record.Action, error) {
 	var a record.Action
 	var lease, deadline sql.NullTime
-	var params, result, approval []byte
+	var params, result, approval, recon []byte
 	err := row.Scan(append(head, &a.ID, &a.Namespace, &a.Key, &a.Tool, &a.Effect, &a.Status, &a.Attempt, &a.Version,
 		&lease, &deadline, &a.Reference, &a.Agent, &a.RunID, &a.Fingerprint, &params, &result, &a.ExternalRef,
-		&a.Retriable, &a.EntrySeq, &a.CreatedAt, &a.UpdatedAt, &approval)...)
+		&a.Retriable, &a.EntrySeq, &a.CreatedAt, &a.UpdatedAt, &approval, &recon)...)
 	if err != nil {
 		return nil, err
 	}
 	if a.Approval, err = record.UnmarshalStoredApproval(approval); err != nil {
+		return nil, err
+	}
+	if a.Reconciliation, err = record.UnmarshalStoredReconciliation(recon); err != nil {
 		return nil, err
 	}
 	a.LeaseUntil, a.Deadline = UTCOrNil(lease), UTCOrNil(deadline)

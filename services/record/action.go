@@ -27,6 +27,9 @@ type Action struct {
 	UpdatedAt   time.Time       `json:"updated_at"`
 	// Approval is set on actions held for approval before execution.
 	Approval *Approval `json:"approval"`
+	// Reconciliation is set on actions with a key_ttl, lookups or a
+	// compensation underway.
+	Reconciliation *Reconciliation `json:"reconciliation"`
 
 	RunID       *string `json:"-"`
 	Fingerprint string  `json:"-"`
@@ -44,6 +47,7 @@ type Action struct {
 func (a *Action) Clone() *Action {
 	c := *a
 	c.Approval = a.Approval.Clone()
+	c.Reconciliation = a.Reconciliation.Clone()
 	return &c
 }
 

@@ -16,10 +16,12 @@ import (
 type IntentPayload struct {
 	// Approval is set on a first intent held for approval: what it needs
 	// and why.
-	Approval  *ApprovalRequest `json:"approval,omitempty"`
-	Effect    *Effect          `json:"effect,omitempty"`
-	Reference *string          `json:"reference,omitempty"`
-	RunID     *string          `json:"run_id,omitempty"`
+	Approval *ApprovalRequest `json:"approval,omitempty"`
+	Effect   *Effect          `json:"effect,omitempty"`
+	// KeyTTL is how long the downstream honours the key, in seconds.
+	KeyTTL    *float64 `json:"key_ttl,omitempty"`
+	Reference *string  `json:"reference,omitempty"`
+	RunID     *string  `json:"run_id,omitempty"`
 	// Timeout is the lease asked for, in seconds (the default when the
 	// intent named none).
 	Timeout float64 `json:"timeout"`
@@ -99,12 +101,18 @@ func NewPayload(t EntryType) any {
 		return &IntentPayload{}
 	case TypeKeyReused:
 		return &KeyReusedPayload{}
-	case TypeHeartbeat, TypeSucceeded, TypeFailed, TypeCompensated, TypeNote,
+	case TypeHeartbeat, TypeSucceeded, TypeFailed, TypeCompensated, TypeNote, TypeCompensationFailed,
 		TypeStaleOutcome, TypeStaleHeartbeat, TypeLateResult, TypeLeaseLost, TypeRejected:
 		return &ReportPayload{}
 	case TypeDecision:
 		return &DecisionPayload{}
-	case TypeTimedOut:
+	case TypeLookup:
+		return &LookupPayload{}
+	case TypeLookupResult:
+		return &LookupResultPayload{}
+	case TypeReconciled:
+		return &ReconciledPayload{}
+	case TypeTimedOut, TypeCompensationTimedOut:
 		return &TimedOutPayload{}
 	case TypeApprovalExpired, TypeApprovalEscalated:
 		return &ApprovalDeadlinePayload{}

@@ -87,11 +87,17 @@ const (
 	TypeFailed      EntryType = "failed"
 	TypeCompensated EntryType = "compensated"
 	TypeNote        EntryType = "note"
+	// Look before you resend: a lookup lease on a timed-out attempt, its
+	// answer, and a compensation that failed.
+	TypeLookup             EntryType = "lookup"
+	TypeLookupResult       EntryType = "lookup_result"
+	TypeCompensationFailed EntryType = "compensation_failed"
 )
 
 // AgentEntryTypes are the types an agent may send, in the order of the wire
 // contract.
-var AgentEntryTypes = []EntryType{TypeIntent, TypeHeartbeat, TypeSucceeded, TypeFailed, TypeCompensated, TypeNote}
+var AgentEntryTypes = []EntryType{TypeIntent, TypeHeartbeat, TypeSucceeded, TypeFailed, TypeCompensated, TypeNote,
+	TypeLookup, TypeLookupResult, TypeCompensationFailed}
 
 // Entry types recorded by Arbiter.
 const (
@@ -107,12 +113,16 @@ const (
 	// escalated (once).
 	TypeApprovalExpired   EntryType = "approval_expired"
 	TypeApprovalEscalated EntryType = "approval_escalated"
+	// Reconciliation: the change a lookup's answer made, and a compensation
+	// lease that passed without a report.
+	TypeReconciled           EntryType = "reconciled"
+	TypeCompensationTimedOut EntryType = "compensation_timed_out"
 )
 
 // EntryTypes lists every entry type, agents' first.
 var EntryTypes = append(append([]EntryType{}, AgentEntryTypes...), TypeTimedOut, TypeDecision, TypeKeyReused,
 	TypeStaleOutcome, TypeStaleHeartbeat, TypeLateResult, TypeLeaseLost, TypeRejected,
-	TypeApprovalExpired, TypeApprovalEscalated)
+	TypeApprovalExpired, TypeApprovalEscalated, TypeReconciled, TypeCompensationTimedOut)
 
 // Outcome is the answer to one entry.
 type Outcome string
@@ -182,6 +192,8 @@ const (
 	EventApproved          EventType = "action.approved"
 	EventApprovalEscalated EventType = "action.approval_escalated"
 	EventApprovalExpired   EventType = "action.approval_expired"
+	// EventReconciled: a lookup answered for a timed-out action.
+	EventReconciled EventType = "action.reconciled"
 	// EventTest is the event of a test message sent from the dashboard or
 	// the API; no ledger change causes it.
 	EventTest EventType = "webhook.test"
@@ -190,7 +202,7 @@ const (
 // EventTypes lists every event an endpoint can subscribe to.
 var EventTypes = []EventType{EventTimedOut, EventDecided, EventKeyReused, EventStaleOutcome,
 	EventLateResult, EventCompensated, EventFailed, EventApprovalRequested, EventApproved,
-	EventApprovalEscalated, EventApprovalExpired, EventTest}
+	EventApprovalEscalated, EventApprovalExpired, EventReconciled, EventTest}
 
 // ActorKind says who wrote an entry.
 type ActorKind string

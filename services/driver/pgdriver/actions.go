@@ -20,7 +20,7 @@ import (
 const (
 	actionColumns = `id, namespace, key, tool, effect, status, attempt, version, lease_until, deadline,
 	reference, agent, run_id, fingerprint, params, result, external_ref, retriable, entry_seq,
-	created_at, updated_at, approval`
+	created_at, updated_at, approval, reconciliation`
 	entryColumns = `id, action_id, namespace, seq, type, actor_kind, actor_name, attempt, payload,
 	occurred_at, recorded_at`
 )
@@ -109,14 +109,16 @@ const insertRows = `v AS (
 		$8::timestamptz[], $9::timestamptz[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
 		$15::text[], $16::text[], $17::bool[], $18::timestamptz[],
 		$19::uuid[], $20::text[], $21::text[], $22::text[], $23::int[], $24::text[], $25::timestamptz[], $26::text[],
-		$27::text[])
+		$27::text[], $28::text[])
 	AS v(id, namespace, key, tool, effect, status, attempt, lease_until, deadline, reference, agent, run_id,
 		fingerprint, params, result, external_ref, retriable, created_at,
-		entry_id, entry_type, actor_kind, actor_name, entry_attempt, payload, occurred_at, alerts, approval)
+		entry_id, entry_type, actor_kind, actor_name, entry_attempt, payload, occurred_at, alerts, approval,
+		reconciliation)
 ), a AS (
 	INSERT INTO actions (` + actionColumns + `)
 	SELECT id, namespace, key, tool, effect, status, attempt, 1, lease_until, deadline, reference, agent, run_id,
-		fingerprint, params::jsonb, result::jsonb, external_ref, retriable, 1, created_at, created_at, approval::jsonb
+		fingerprint, params::jsonb, result::jsonb, external_ref, retriable, 1, created_at, created_at, approval::jsonb,
+		reconciliation::jsonb
 	FROM v
 	ON CONFLICT (namespace, key) DO NOTHING
 	RETURNING id, namespace
@@ -160,7 +162,7 @@ func (e *executor) ActionInsertMany(ctx context.Context, chs []*driver.Change) (
 		refs, agents, runs, results, extRefs     = make(opts, 0, n), make(opts, 0, n), make(opts, 0, n), make(opts, 0, n), make(opts, 0, n)
 		fps, params, entryIDs, types, kinds      = make(strs, 0, n), make(strs, 0, n), make(strs, 0, n), make(strs, 0, n), make(strs, 0, n)
 		actors, payloads                         = make(strs, 0, n), make(strs, 0, n)
-		alerts, approvals                        = make(opts, 0, n), make(opts, 0, n)
+		alerts, approvals, recons                = make(opts, 0, n), make(opts, 0, n), make(opts, 0, n)
 		retriable                                = make(bools, 0, n)
 		created                                  = make(times, 0, n)
 		byID                                     = make(map[string]int, n)
@@ -179,6 +181,7 @@ func (e *executor) ActionInsertMany(ctx context.Context, chs []*driver.Change) (
 			append(actors, en.Actor.Name)
 		entryAttempts, payloads, occurred = append(entryAttempts, en.Attempt), append(payloads, string(en.Payload)), append(occurred, en.OccurredAt)
 		alerts, approvals = append(alerts, alertsJSON(chs[i].Alerts)), append(approvals, driver.JSONText(a.Approval.MarshalStored()))
+		recons = append(recons, driver.JSONText(a.Reconciliation.MarshalStored()))
 		alerted = alerted || len(chs[i].Alerts) > 0
 	}
 	q := insertMany
@@ -187,7 +190,7 @@ func (e *executor) ActionInsertMany(ctx context.Context, chs []*driver.Change) (
 	}
 	inserted, err := returnedIDs(e.q.QueryContext(ctx, q, ids, nss, keys, tools, effects, statuses, attempts,
 		leases, deadlines, refs, agents, runs, fps, params, results, extRefs, retriable, created,
-		entryIDs, types, kinds, actors, entryAttempts, payloads, occurred, alerts, approvals))
+		entryIDs, types, kinds, actors, entryAttempts, payloads, occurred, alerts, approvals, recons))
 	if err != nil {
 		return nil, fmt.Errorf("pgdriver: create actions: %w", err)
 	}
@@ -241,13 +244,14 @@ var updateMany = `
 WITH a AS (
 	UPDATE actions a SET status = v.status, attempt = v.attempt, version = v.new_version,
 		lease_until = v.lease_until, deadline = v.deadline, result = v.result::jsonb, external_ref = v.external_ref,
-		retriable = v.retriable, updated_at = v.updated_at, approval = v.approval::jsonb, entry_seq = a.entry_seq + 1
+		retriable = v.retriable, updated_at = v.updated_at, approval = v.approval::jsonb,
+		reconciliation = v.reconciliation::jsonb, entry_seq = a.entry_seq + 1
 	FROM unnest($1::text[], $2::int[], $3::text[], $4::int[], $5::int[], $6::timestamptz[], $7::timestamptz[],
 		$8::text[], $9::text[], $10::bool[], $11::timestamptz[], $12::text[], $13::text[], $14::text[], $15::text[],
-		$16::int[], $17::text[], $18::timestamptz[], $19::timestamptz[], $20::text[], $21::text[])
+		$16::int[], $17::text[], $18::timestamptz[], $19::timestamptz[], $20::text[], $21::text[], $22::text[])
 		AS v(id, version, status, attempt, new_version, lease_until, deadline, result, external_ref, retriable,
 			updated_at, entry_id, entry_type, actor_kind, actor_name, entry_attempt, payload, occurred_at,
-			recorded_at, alerts, approval)
+			recorded_at, alerts, approval, reconciliation)
 	WHERE a.id = ANY(ARRAY[v.id::uuid]) AND a.version = ANY(ARRAY[v.version])
 	RETURNING a.id, a.namespace, a.entry_seq, v.entry_id, v.entry_type, v.actor_kind, v.actor_name,
 		v.entry_attempt, v.payload, v.occurred_at, v.recorded_at, v.alerts
@@ -271,7 +275,7 @@ func (e *executor) ActionUpdateMany(ctx context.Context, chs []*driver.Change) (
 		versions, attempts, newVersions = make(ints, k), make(ints, k), make(ints, k)
 		leases, deadlines, occurred     = make(otime, k), make(otime, k), make(otime, k)
 		results, externalRefs, alerts   = make(opts, k), make(opts, k), make(opts, k)
-		approvals                       = make(opts, k)
+		approvals, recons               = make(opts, k), make(opts, k)
 		retriable                       = make(bools, k)
 		updatedAt, recordedAt           = make(times, k), make(times, k)
 		entryAttempts                   = make(oints, k)
@@ -293,9 +297,10 @@ func (e *executor) ActionUpdateMany(ctx context.Context, chs []*driver.Change) (
 		entryIDs[j], entryTypes[j], kinds[j], actors[j] = en.ID, string(en.Type), string(en.Actor.Kind), en.Actor.Name
 		entryAttempts[j], payloads[j], occurred[j], recordedAt[j] = en.Attempt, string(en.Payload), en.OccurredAt, en.RecordedAt
 		alerts[j], approvals[j] = alertsJSON(ch.Alerts), driver.JSONText(n.Approval.MarshalStored())
+		recons[j] = driver.JSONText(n.Reconciliation.MarshalStored())
 	}
 	args := []any{ids, versions, statuses, attempts, newVersions, leases, deadlines, results, externalRefs, retriable,
-		updatedAt, entryIDs, entryTypes, kinds, actors, entryAttempts, payloads, occurred, recordedAt, alerts, approvals}
+		updatedAt, entryIDs, entryTypes, kinds, actors, entryAttempts, payloads, occurred, recordedAt, alerts, approvals, recons}
 	for try := 1; ; try++ {
 		seqs, err := returnedSeqs(e.q.QueryContext(ctx, updateMany, args...))
 		if !e.inTx && driver.Deadlocked(err) && try < 5 && ctx.Err() == nil {

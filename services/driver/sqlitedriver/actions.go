@@ -17,17 +17,18 @@ import (
 const (
 	actionColumns = `id, namespace, key, tool, effect, status, attempt, version, lease_until, deadline,
 	reference, agent, run_id, fingerprint, params, result, external_ref, retriable, entry_seq,
-	created_at, updated_at, approval`
+	created_at, updated_at, approval, reconciliation`
 	entryColumns = `id, action_id, namespace, seq, type, actor_kind, actor_name, attempt, payload,
 	occurred_at, recorded_at`
-	actionRow = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	actionRow = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	entryRow  = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 func actionArgs(a *record.Action) []any {
 	return []any{a.ID, a.Namespace, a.Key, a.Tool, string(a.Effect), string(a.Status), a.Attempt, a.Version,
 		a.LeaseUntil, a.Deadline, a.Reference, a.Agent, a.RunID, a.Fingerprint, string(a.Params), driver.JSONText(a.Result),
-		a.ExternalRef, a.Retriable, a.EntrySeq, a.CreatedAt, a.UpdatedAt, driver.JSONText(a.Approval.MarshalStored())}
+		a.ExternalRef, a.Retriable, a.EntrySeq, a.CreatedAt, a.UpdatedAt, driver.JSONText(a.Approval.MarshalStored()),
+		driver.JSONText(a.Reconciliation.MarshalStored())}
 }
 
 func entryArgs(en *record.Entry, a *record.Action) []any {
@@ -172,9 +173,10 @@ func (e *executor) ActionUpdateMany(ctx context.Context, chs []*driver.Change) (
 			var seq int
 			err := q.QueryRowContext(ctx, `UPDATE actions SET status = ?, attempt = ?, version = ?,
 				lease_until = ?, deadline = ?, result = ?, external_ref = ?, retriable = ?, updated_at = ?,
-				approval = ?, entry_seq = entry_seq + 1 WHERE id = ? AND version = ? RETURNING entry_seq`,
+				approval = ?, reconciliation = ?, entry_seq = entry_seq + 1 WHERE id = ? AND version = ? RETURNING entry_seq`,
 				string(n.Status), n.Attempt, n.Version, n.LeaseUntil, n.Deadline, driver.JSONText(n.Result), n.ExternalRef,
-				n.Retriable, n.UpdatedAt, driver.JSONText(n.Approval.MarshalStored()), n.ID, ch.Prev.Version).Scan(&seq)
+				n.Retriable, n.UpdatedAt, driver.JSONText(n.Approval.MarshalStored()),
+				driver.JSONText(n.Reconciliation.MarshalStored()), n.ID, ch.Prev.Version).Scan(&seq)
 			if errors.Is(err, sql.ErrNoRows) {
 				written[i] = false
 				continue

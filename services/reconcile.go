@@ -1,0 +1,268 @@
+package services
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+	"unicode/utf8"
+
+	"github.com/arbiter-ledger/arbiter/services/record"
+)
+
+// Look before you resend, as rows of the rules table (machine.go): a
+// timed-out attempt may be looked up at its downstream by the agent's own
+// worker, under a lookup lease, at most record.MaxLookups times; the answer
+// confirms the action, requests the retry the effect class makes safe, or
+// leaves it to a person with the answer shown. And a compensation runs
+// under a lease, so two workers never run one: its failure is recorded and
+// the next intent compensates again; its lease passing holds the action
+// for an operator.
+
+var (
+	evLookup             = event(record.TypeLookup)
+	evLookupResult       = event(record.TypeLookupResult)
+	evCompensationFailed = event(record.TypeCompensationFailed)
+)
+
+// reconcileRules are the rows reconciliation adds to the table, replacing
+// those it refines (an intent on compensation_requested now takes a lease).
+var reconcileRules = ruleTable{
+	evIntent: {
+		record.StatusCompensationRequested: compensateIntent,
+	},
+	evHeartbeat: {
+		record.StatusCompensationRequested: heartbeat, // extends a compensation's lease
+	},
+	evCompensationFailed: {
+		record.StatusCompensationRequested: compensationFailed,
+	},
+	evLookup: {
+		record.StatusTimedOut: lookup,
+	},
+	evLookupResult: lookupResultRows(),
+	evDeadline: {
+		record.StatusCompensationRequested: compensationExpired,
+	},
+	evCompensate: {
+		record.StatusCompensationRequested: compensateAgain,
+	},
+}
+
+// reconcileStale decides entries for an attempt older than the current
+// one: a lookup of it is refused, and its answer recorded.
+var reconcileStale = staleTable{
+	record.TypeLookup:       staleLookup,
+	record.TypeLookupResult: recordLookupResult,
+}
+
+// reconcileDeadlines: a compensation's lease, until it passed once.
+var reconcileDeadlines = deadlineTable{
+	record.StatusCompensationRequested: func(a *record.Action) *time.Time {
+		if r := a.Reconciliation; r != nil && r.CompensationTimedOut {
+			return nil
+		}
+		return a.LeaseUntil
+	},
+}
+
+func init() {
+	rules.add(reconcileRules)
+	stale.add(reconcileStale)
+	deadlines.add(reconcileDeadlines)
+}
+
+// lookupResultRows records an answer in every status (late information is
+// never dropped) and acts on it while the action is timed out.
+func lookupResultRows() map[record.Status]rule {
+	row := map[record.Status]rule{}
+	for _, st := range record.Statuses {
+		row[st] = recordLookupResult
+	}
+	row[record.StatusTimedOut] = reconcile
+	return row
+}
+
+// reconciliation returns a copy of the action's reconciliation to change.
+func reconciliation(a *record.Action) *record.Reconciliation {
+	if a.Reconciliation == nil {
+		return &record.Reconciliation{}
+	}
+	return a.Reconciliation.Clone()
+}
+
+// lookup grants a lookup lease on the timed-out attempt: one at a time, at
+// most record.MaxLookups per attempt.
+func lookup(s *step) plan {
+	n := s.act.Attempt
+	rc := reconciliation(s.act)
+	if rc.LookupAttempt == n {
+		if rc.LookupUntil != nil && rc.LookupUntil.After(s.now) {
+			return plan{outcome: record.OutcomeInProgress, lease: rc.LookupUntil}
+		}
+		if rc.Lookups >= record.MaxLookups {
+			return plan{outcome: record.OutcomeHeld}
+		}
+	} else {
+		rc.LookupAttempt, rc.Lookups = n, 0
+	}
+	until := s.now.Add(s.in.timeout())
+	rc.Lookups++
+	rc.LookupUntil = &until
+	next := s.act.Clone()
+	next.Reconciliation = rc
+	return plan{outcome: record.OutcomeProceed, next: next, lease: &until,
+		record: &recordSpec{typ: record.TypeLookup, attempt: &n,
+			payload: &record.LookupPayload{RunID: s.in.RunID, Timeout: s.in.timeout().Seconds()}}}
+}
+
+func staleLookup(s *step) plan {
+	return plan{outcome: record.OutcomeRejected, err: Errorf(CodeStaleAttempt,
+		"attempt %d is stale: the action is at attempt %d; look up the current attempt", *s.in.Attempt, s.act.Attempt)}
+}
+
+// recordLookupResult records an answer that changes nothing: for an older
+// attempt, or on an action that is no longer timed out.
+func recordLookupResult(s *step) plan {
+	return plan{outcome: record.OutcomeRecorded,
+		record: &recordSpec{typ: record.TypeLookupResult, attempt: s.in.Attempt, payload: lookupResultPayload(s.in)}}
+}
+
+func lookupResultPayload(in *EntryInput) *record.LookupResultPayload {
+	return &record.LookupResultPayload{Answer: *in.Answer, Evidence: nullIfEmpty(in.Evidence),
+		ExternalRef: in.ExternalRef, Result: nullIfEmpty(in.Result), RunID: in.RunID}
+}
+
+// reconcile acts on the answer for the timed-out attempt, whether or not
+// its lookup lease is live: the answer is recorded as the agent's entry
+// (releasing the lease and kept on the action for whoever decides next);
+// happened confirms the action, and not_happened requests a retry where a
+// repeat is safe, each as a system entry that names the lookup_result.
+// Otherwise the action stays for a person.
+func reconcile(s *step) plan {
+	in, n := s.in, s.act.Attempt
+	next := s.act.Clone()
+	rc := reconciliation(s.act)
+	if rc.LookupAttempt == n {
+		rc.LookupUntil = nil
+	}
+	rc.LastLookup = &record.LookupAnswer{Attempt: n, Answer: *in.Answer, At: s.now, By: s.actor,
+		ExternalRef: in.ExternalRef, Said: said(in.Evidence)}
+	next.Reconciliation = rc
+	pl := plan{outcome: record.OutcomeRecorded, next: next,
+		record: &recordSpec{typ: record.TypeLookupResult, attempt: &n, payload: lookupResultPayload(in)}}
+	var to record.Status
+	switch {
+	case *in.Answer == record.AnswerHappened:
+		to = record.StatusConfirmed
+	case *in.Answer == record.AnswerNotHappened && s.act.EffectAt(s.now) != record.EffectUnkeyed:
+		to = record.StatusRetryRequested
+	default:
+		pl.events = []record.EventType{record.EventReconciled}
+		return pl
+	}
+	pl.then = func(lookup *record.Entry) plan {
+		after := next.Clone()
+		after.Status = to
+		if to == record.StatusConfirmed {
+			if in.ExternalRef != nil {
+				after.ExternalRef = in.ExternalRef
+			}
+			if r := nullIfEmpty(in.Result); r != nil {
+				after.Result = r
+			}
+		}
+		return plan{outcome: record.OutcomeRecorded, next: after,
+			record: &recordSpec{typ: record.TypeReconciled, attempt: &n, payload: &record.ReconciledPayload{
+				Answer: *in.Answer, LookupSeq: lookup.Seq, Status: to}},
+			events: []record.EventType{record.EventReconciled}}
+	}
+	return pl
+}
+
+// said is the start of a lookup's evidence as compact JSON, cut at a rune
+// boundary: what triage shows beside the answer.
+func said(evidence json.RawMessage) string {
+	if len(evidence) == 0 || string(evidence) == "null" {
+		return ""
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, evidence) != nil {
+		return ""
+	}
+	out := b.String()
+	var plain string
+	if json.Unmarshal(b.Bytes(), &plain) == nil {
+		out = plain // a bare string says it best without quotes
+	}
+	if len(out) <= record.MaxSaid {
+		return out
+	}
+	cut := record.MaxSaid
+	for cut > 0 && !utf8.RuneStart(out[cut]) {
+		cut--
+	}
+	return out[:cut] + "…"
+}
+
+// compensateIntent grants the compensation of the current attempt under a
+// lease: while it is live another intent is answered in_progress; after a
+// lease passed without a report, intents are held for an operator.
+func compensateIntent(s *step) plan {
+	if rc := s.act.Reconciliation; rc != nil && rc.CompensationTimedOut {
+		return plan{outcome: record.OutcomeHeld}
+	}
+	if leaseLive(s) {
+		return plan{outcome: record.OutcomeInProgress}
+	}
+	next := s.act.Clone()
+	lease := s.now.Add(s.in.timeout())
+	next.LeaseUntil = &lease
+	n := s.act.Attempt
+	return plan{outcome: record.OutcomeCompensate, next: next,
+		record: &recordSpec{typ: record.TypeIntent, attempt: &n, payload: intentPayload(s.in)}}
+}
+
+// compensationFailed records a compensation's failure and releases its
+// lease: the next intent compensates again. A failure reported after the
+// lease passed also tells that the undo did not happen, so the hold ends.
+func compensationFailed(s *step) plan {
+	next := s.act.Clone()
+	next.LeaseUntil = nil
+	rc := reconciliation(s.act)
+	rc.CompensationFailures++
+	rc.CompensationError = s.in.Error
+	rc.CompensationTimedOut = false
+	next.Reconciliation = rc
+	return plan{outcome: record.OutcomeRecorded, next: next,
+		record: &recordSpec{typ: record.TypeCompensationFailed, attempt: s.in.Attempt, payload: reportPayload(s.in)}}
+}
+
+// compensationExpired decides a compensation lease that passed without a
+// report: whether the undo happened is unknown.
+func compensationExpired(s *step) plan {
+	if leaseLive(s) || s.act.LeaseUntil == nil {
+		return plan{} // a heartbeat or a report won the race
+	}
+	next := s.act.Clone()
+	rc := reconciliation(s.act)
+	rc.CompensationTimedOut = true
+	next.Reconciliation = rc
+	n := s.act.Attempt
+	return plan{outcome: record.OutcomeRecorded, next: next,
+		record: &recordSpec{typ: record.TypeCompensationTimedOut, attempt: &n,
+			payload: &record.TimedOutPayload{LeaseUntil: s.act.LeaseUntil}},
+		events: []record.EventType{record.EventTimedOut}}
+}
+
+// compensateAgain lets an operator ask for the compensation again after its
+// lease passed without a report.
+func compensateAgain(s *step) plan {
+	if rc := s.act.Reconciliation; rc == nil || !rc.CompensationTimedOut {
+		return plan{outcome: record.OutcomeRejected, err: Errorf(CodeInvalidTransition,
+			"cannot compensate an action that is %s while its compensation may still run; compensate again after its "+
+				"compensation lease passed without a report, or decide mark_compensated or abandon", s.act.Status)}
+	}
+	pl := decide(record.StatusCompensationRequested)(s)
+	pl.next.Reconciliation.CompensationTimedOut = false
+	return pl
+}
