@@ -51,12 +51,12 @@ func timedOutAs(effect record.Effect, keyTTL int) []op {
 }
 
 var (
-	toLookingUp     = then(toTimedOut, send(lookup1))                                           // v3 a1, lookup lease 60 s
-	toLookupPassed  = then(toLookingUp, wait(61*time.Second))                                   // v3 a1
+	toLookingUp     = then(toTimedOut, send(lookup1))                                          // v3 a1, lookup lease 60 s
+	toLookupPassed  = then(toLookingUp, wait(61*time.Second))                                  // v3 a1
 	toThreeLookups  = then(toLookupPassed, send(lookup1), wait(61*time.Second), send(lookup1)) // v5 a1, third lease live
-	toTimedOut2     = then(toAttempt2, wait(61*time.Second), swept())                           // v4 a2
-	toCompensating  = then(toCompRequested, send(intentK))                                      // v4 a1, lease 60 s
-	toCompLeaseGone = then(toCompensating, wait(61*time.Second), swept())                       // v5 a1, held
+	toTimedOut2     = then(toAttempt2, wait(61*time.Second), swept())                          // v4 a2
+	toCompensating  = then(toCompRequested, send(intentK))                                     // v4 a1, lease 60 s
+	toCompLeaseGone = then(toCompensating, wait(61*time.Second), swept())                      // v5 a1, held
 )
 
 func lookups(n int) func(t *testing.T, a *record.Action) {
