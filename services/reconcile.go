@@ -1,10 +1,7 @@
 package services
 
 import (
-	"bytes"
-	"encoding/json"
 	"time"
-	"unicode/utf8"
 
 	"github.com/arbiter-ledger/arbiter/services/record"
 )
@@ -146,7 +143,7 @@ func reconcile(s *step) plan {
 		rc.LookupUntil = nil
 	}
 	rc.LastLookup = &record.LookupAnswer{Attempt: n, Answer: *in.Answer, At: s.now, By: s.actor,
-		ExternalRef: in.ExternalRef, Said: said(in.Evidence)}
+		ExternalRef: in.ExternalRef, Said: record.Said(in.Evidence)}
 	next.Reconciliation = rc
 	pl := plan{outcome: record.OutcomeRecorded, next: next,
 		record: &recordSpec{typ: record.TypeLookupResult, attempt: &n, payload: lookupResultPayload(in)}}
@@ -177,31 +174,6 @@ func reconcile(s *step) plan {
 			events: []record.EventType{record.EventReconciled}}
 	}
 	return pl
-}
-
-// said is the start of a lookup's evidence as compact JSON, cut at a rune
-// boundary: what triage shows beside the answer.
-func said(evidence json.RawMessage) string {
-	if len(evidence) == 0 || string(evidence) == "null" {
-		return ""
-	}
-	var b bytes.Buffer
-	if json.Compact(&b, evidence) != nil {
-		return ""
-	}
-	out := b.String()
-	var plain string
-	if json.Unmarshal(b.Bytes(), &plain) == nil {
-		out = plain // a bare string says it best without quotes
-	}
-	if len(out) <= record.MaxSaid {
-		return out
-	}
-	cut := record.MaxSaid
-	for cut > 0 && !utf8.RuneStart(out[cut]) {
-		cut--
-	}
-	return out[:cut] + "…"
 }
 
 // compensateIntent grants the compensation of the current attempt under a

@@ -169,6 +169,12 @@ type entryPayload struct {
 	Message      string
 	Type         record.EntryType // the type a late, stale or refused entry carried
 	Tool         string
+	// A lookup's lease, its answer and the change it made.
+	Timeout   float64
+	Answer    record.Answer
+	Said      string
+	Status    record.Status
+	LookupSeq int
 }
 
 func payloadOf(e *record.Entry) entryPayload {
@@ -187,6 +193,12 @@ func payloadOf(e *record.Entry) entryPayload {
 		v.Tool = p.Tool
 	case *record.KeyReusedPayload:
 		v.Tool = p.Tool
+	case *record.LookupPayload:
+		v.Timeout = p.Timeout
+	case *record.LookupResultPayload:
+		v.Answer, v.ExternalRef, v.Said = p.Answer, p.ExternalRef, record.Said(p.Evidence)
+	case *record.ReconciledPayload:
+		v.Answer, v.Status, v.LookupSeq = p.Answer, p.Status, p.LookupSeq
 	}
 	return v
 }

@@ -96,21 +96,27 @@ func DecidedMessage(d record.Decision, a *record.Action) string {
 
 // entryNote explains entry types that need a second look, in one line.
 var entryNote = map[record.EntryType]string{
-	record.TypeTimedOut:          "the lease passed without an outcome: whether the effect happened is unknown",
-	record.TypeLateResult:        "reported after the lease passed",
-	record.TypeStaleOutcome:      "from an attempt older than the current one — the effect may have happened twice",
-	record.TypeStaleHeartbeat:    "a heartbeat from an attempt older than the current one; ignored",
-	record.TypeKeyReused:         "the same key was offered with a different tool or params: refused, the stored action did not change",
-	record.TypeLeaseLost:         "a heartbeat after the lease passed: the worker was still alive, and was told to stop",
-	record.TypeRejected:          "not allowed in the state the action was in: recorded as evidence, nothing changed",
-	record.TypeApprovalExpired:   "nobody approved it in time: the action is denied",
-	record.TypeApprovalEscalated: "the approval waited past its escalation time",
+	record.TypeTimedOut:           "the lease passed without an outcome: whether the effect happened is unknown",
+	record.TypeLateResult:         "reported after the lease passed",
+	record.TypeStaleOutcome:       "from an attempt older than the current one — the effect may have happened twice",
+	record.TypeStaleHeartbeat:     "a heartbeat from an attempt older than the current one; ignored",
+	record.TypeKeyReused:          "the same key was offered with a different tool or params: refused, the stored action did not change",
+	record.TypeLeaseLost:          "a heartbeat after the lease passed: the worker was still alive, and was told to stop",
+	record.TypeRejected:           "not allowed in the state the action was in: recorded as evidence, nothing changed",
+	record.TypeApprovalExpired:    "nobody approved it in time: the action is denied",
+	record.TypeApprovalEscalated:  "the approval waited past its escalation time",
+	record.TypeLookup:             "the agent's worker is asking its downstream whether the effect happened",
+	record.TypeReconciled:         "the lookup's answer decided the action without a person",
+	record.TypeCompensationFailed: "the compensation failed: the next intent compensates again",
+	record.TypeCompensationTimedOut: "the compensation's lease passed without a report: whether the undo happened is unknown; " +
+		"intents are held until an operator decides",
 }
 
 // entryWarns marks the entries a person must not overlook.
 func entryWarns(typ record.EntryType) bool {
 	switch typ {
-	case record.TypeStaleOutcome, record.TypeKeyReused, record.TypeLateResult, record.TypeLeaseLost, record.TypeTimedOut:
+	case record.TypeStaleOutcome, record.TypeKeyReused, record.TypeLateResult, record.TypeLeaseLost, record.TypeTimedOut,
+		record.TypeCompensationFailed, record.TypeCompensationTimedOut:
 		return true
 	}
 	return false
@@ -122,6 +128,13 @@ func entrySummary(e *record.Entry) string {
 	p := payloadOf(e)
 	var s string
 	switch {
+	case p.Answer != "":
+		s = AnswerText(p.Answer, p.Said)
+		if e.Type == record.TypeReconciled {
+			s = fmt.Sprintf("%s → %s (lookup #%d)", s, p.Status, p.LookupSeq)
+		}
+	case e.Type == record.TypeLookup:
+		s = fmt.Sprintf("lookup lease of %s", time.Duration(p.Timeout*float64(time.Second)))
 	case p.Error != "":
 		s = "error: " + p.Error
 		if p.Retriable != nil && *p.Retriable {
@@ -172,6 +185,63 @@ func leaseText(a *record.Action, now time.Time) string {
 		return "passed " + timeRel(*a.LeaseUntil, now) + " (at " + timeAbs(*a.LeaseUntil) + ")"
 	}
 	return "until " + timeAbs(*a.LeaseUntil) + " (" + timeRel(*a.LeaseUntil, now) + ")"
+}
+
+// AnswerText says what a lookup found, as an operator reads it:
+// "provider says: not found — {"status":"none"}".
+func AnswerText(a record.Answer, said string) string {
+	s := "provider says: " + answerWords[a]
+	if said != "" {
+		s += " — " + said
+	}
+	return s
+}
+
+var answerWords = map[record.Answer]string{
+	record.AnswerHappened:    "it happened",
+	record.AnswerNotHappened: "not found",
+	record.AnswerUnknown:     "cannot tell",
+}
+
+// LookupSummary is the line triage shows for an action whose outcome is
+// being looked up, or was: the last answer of the current attempt, the
+// lookup in flight, or what its compensation went through; "" for none.
+func LookupSummary(a *record.Action, now time.Time) string {
+	rc := a.Reconciliation
+	if rc == nil {
+		return ""
+	}
+	var parts []string
+	if a.Status == record.StatusTimedOut {
+		if rc.LookupAttempt == a.Attempt && rc.LookupUntil != nil && rc.LookupUntil.After(now) {
+			parts = append(parts, "lookup in flight")
+		}
+		if l := rc.LastLookup; l != nil && l.Attempt == a.Attempt {
+			parts = append(parts, AnswerText(l.Answer, l.Said)+" ("+timeRel(l.At, now)+")")
+			if l.Answer == record.AnswerNotHappened && a.EffectAt(now) == record.EffectUnkeyed {
+				parts = append(parts, "a retry may duplicate it")
+			}
+		}
+		if rc.LookupAttempt == a.Attempt && rc.Lookups >= record.MaxLookups {
+			parts = append(parts, "no lookups left for this attempt")
+		}
+	}
+	if a.Status == record.StatusCompensationRequested {
+		if rc.CompensationTimedOut {
+			parts = append(parts, "compensation lease passed: undo unknown")
+		}
+		if rc.CompensationFailures > 0 {
+			s := fmt.Sprintf("compensation failed %d×", rc.CompensationFailures)
+			if rc.CompensationError != nil {
+				s += ": " + *rc.CompensationError
+			}
+			parts = append(parts, s)
+		}
+	}
+	if a.Effect == record.EffectKeyed && a.KeyExpired(now) && (a.Status == record.StatusTimedOut || a.Status == record.StatusFailed) {
+		parts = append(parts, "key expired at the downstream: counts as unkeyed")
+	}
+	return strings.Join(parts, " · ")
 }
 
 // approvalCount says how far an approval is: "1 of 2 approvals".

@@ -78,7 +78,7 @@ var webhookEvents = []struct {
 	Value record.EventType
 	Label string
 }{
-	{record.EventTimedOut, "an attempt timed out: outcome unknown"},
+	{record.EventTimedOut, "an attempt or a compensation timed out: outcome unknown"},
 	{record.EventDecided, "an operator decided"},
 	{record.EventFailed, "an attempt failed and may not be retried"},
 	{record.EventLateResult, "an outcome arrived after its lease"},
@@ -89,6 +89,7 @@ var webhookEvents = []struct {
 	{record.EventApproved, "the last approval needed was given"},
 	{record.EventApprovalEscalated, "an approval waited past its escalation time"},
 	{record.EventApprovalExpired, "an approval expired: the action is denied"},
+	{record.EventReconciled, "a lookup answered for a timed-out action"},
 }
 
 func webhookPath(id string, what ...string) string {

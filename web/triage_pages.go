@@ -89,6 +89,9 @@ func (h *triagePages) triageView(c echo.Context) (views.TriageView, error) {
 		if !it.Alert && a.Status == record.StatusAwaitingApproval {
 			v.Rows[len(v.Rows)-1].Approval = views.ApprovalSummary(a.Approval, t.At)
 		}
+		if !it.Alert {
+			v.Rows[len(v.Rows)-1].Lookup = views.LookupSummary(a, t.At)
+		}
 	}
 	return v, nil
 }

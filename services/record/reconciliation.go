@@ -1,9 +1,11 @@
 package record
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Answer is what a lookup found out about an attempt whose outcome was
@@ -166,4 +168,29 @@ type ReconciledPayload struct {
 	Answer    Answer `json:"answer"`
 	LookupSeq int    `json:"lookup_seq"`
 	Status    Status `json:"status"`
+}
+
+// Said is the start of a lookup's evidence as compact JSON, cut at a rune
+// boundary: what triage shows beside the answer.
+func Said(evidence json.RawMessage) string {
+	if len(evidence) == 0 || string(evidence) == "null" {
+		return ""
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, evidence) != nil {
+		return ""
+	}
+	out := b.String()
+	var plain string
+	if json.Unmarshal(b.Bytes(), &plain) == nil {
+		out = plain // a bare string says it best without quotes
+	}
+	if len(out) <= MaxSaid {
+		return out
+	}
+	cut := MaxSaid
+	for cut > 0 && !utf8.RuneStart(out[cut]) {
+		cut--
+	}
+	return out[:cut] + "…"
 }
