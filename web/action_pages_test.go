@@ -395,8 +395,12 @@ func TestDecisionPanelForEveryStatus(t *testing.T) {
 	}
 	require.Len(t, want, len(record.Statuses))
 	for _, st := range record.Statuses {
-		v := views.ActionView{Action: &record.Action{ID: "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", Status: st,
-			Effect: record.EffectUnkeyed, Attempt: 1, Version: 3}, CanDecide: true, Now: time.Now()}
+		a := &record.Action{ID: "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", Status: st,
+			Effect: record.EffectUnkeyed, Attempt: 1, Version: 3}
+		if st == record.StatusAwaitingApproval || st == record.StatusApproved {
+			a.Attempt, a.Approval = 0, &record.Approval{Required: 1, Approvals: []record.Vote{}, ExpiresAt: time.Now().Add(time.Hour)}
+		}
+		v := views.ActionView{Action: a, CanDecide: true, Now: time.Now()}
 		var buf bytes.Buffer
 		require.NoError(t, views.DecisionPanel(v).Render(context.Background(), &buf))
 		doc, err := goquery.NewDocumentFromReader(&buf)
