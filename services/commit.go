@@ -106,6 +106,7 @@ func (l *Ledger) write(ctx context.Context, u *unit, chs []*driver.Change) ([]bo
 	if chs[0].Prev != nil {
 		l.waiting.wake(chs, written)
 		l.observeApprovals(chs, written)
+		l.observeReconciliation(chs, written)
 	}
 	return written, nil
 }

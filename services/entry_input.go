@@ -295,12 +295,12 @@ func (in *EntryInput) Validate() error {
 			max = MaxLookupTimeout
 		}
 		if t < 1 || t > max.Seconds() {
-			return Errorf(CodeInvalid, "field \"timeout\" must be between 1 and %v seconds for %s entries, got %v", max.Seconds(), in.Type, t)
+			return Errorf(CodeInvalid, "field \"timeout\" must be between 1 and %d seconds for %s entries, got %v", int(max.Seconds()), in.Type, t)
 		}
 	}
 	if in.KeyTTL != nil {
 		if t := *in.KeyTTL; t < 1 || t > MaxKeyTTL.Seconds() {
-			return Errorf(CodeInvalid, "field \"key_ttl\" must be between 1 and %v seconds, got %v", MaxKeyTTL.Seconds(), t)
+			return Errorf(CodeInvalid, "field \"key_ttl\" must be between 1 and %d seconds, got %v", int(MaxKeyTTL.Seconds()), t)
 		}
 	}
 	if in.Type != record.TypeIntent && in.Type != record.TypeNote {

@@ -41,6 +41,9 @@ type Ledger struct {
 	// approvalDecided observes every approval decided, and how long it
 	// waited.
 	approvalDecided func(result string, waited time.Duration)
+	// lookupAnswered and timeoutResolved observe reconciliation.
+	lookupAnswered  func(answer record.Answer)
+	timeoutResolved func(by string)
 }
 
 // OnApprovalDecided registers fn to observe each action held for approval

@@ -3,6 +3,7 @@ package services
 import (
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services/driver"
 	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
@@ -237,4 +238,46 @@ func compensateAgain(s *step) plan {
 	pl := decide(record.StatusCompensationRequested)(s)
 	pl.next.Reconciliation.CompensationTimedOut = false
 	return pl
+}
+
+// OnLookupAnswered registers fn to observe every lookup answer recorded.
+// fn must not block.
+func (l *Ledger) OnLookupAnswered(fn func(answer record.Answer)) { l.lookupAnswered = fn }
+
+// OnTimeoutResolved registers fn to observe every timed-out action that
+// leaves timed_out, and by what: "lookup" (a lookup's answer),
+// "late_result" (the agent's own late outcome) or "operator" (a person's
+// decision). The share resolved without a person is what lookups are for.
+// fn must not block.
+func (l *Ledger) OnTimeoutResolved(fn func(by string)) { l.timeoutResolved = fn }
+
+// resolvedBy names what resolves a timed-out action by the entry that
+// records the change.
+var resolvedBy = map[record.EntryType]string{
+	record.TypeReconciled: "lookup",
+	record.TypeLateResult: "late_result",
+	record.TypeDecision:   "operator",
+}
+
+// ResolvedBy lists what may resolve a timed-out action, for metrics.
+var ResolvedBy = []string{"lookup", "late_result", "operator"}
+
+// observeReconciliation reports the lookups answered and the timeouts
+// resolved by a set of written changes.
+func (l *Ledger) observeReconciliation(chs []*driver.Change, written []bool) {
+	for i, ch := range chs {
+		if !written[i] {
+			continue
+		}
+		if ch.Entry.Type == record.TypeLookupResult && l.lookupAnswered != nil {
+			if p, err := record.DecodePayload(&ch.Entry); err == nil {
+				l.lookupAnswered(p.(*record.LookupResultPayload).Answer)
+			}
+		}
+		if ch.Prev.Status == record.StatusTimedOut && ch.Next.Status != record.StatusTimedOut && l.timeoutResolved != nil {
+			if by, ok := resolvedBy[ch.Entry.Type]; ok {
+				l.timeoutResolved(by)
+			}
+		}
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/services/record"
 	"github.com/arbiter-ledger/arbiter/services/webhooks"
 
 	"github.com/labstack/echo/v4"
@@ -28,6 +30,8 @@ type Metrics struct {
 	deliveries *prometheus.CounterVec
 	sendTime   prometheus.Histogram
 	approvals  *prometheus.HistogramVec
+	lookups    *prometheus.CounterVec
+	resolved   *prometheus.CounterVec
 	queueSrc   func(ctx context.Context) (webhooks.QueueStats, error)
 }
 
@@ -67,6 +71,20 @@ func NewMetrics(countByStatus func(ctx context.Context) (map[string]int64, error
 			Help:    "Time from an intent held for approval to its decision, by result (approved, denied).",
 			Buckets: []float64{1, 10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 7 * 24 * 3600},
 		}, []string{"result"}),
+		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "arbiter_lookup_answers_total",
+			Help: "Lookup answers recorded for timed-out actions, by answer (happened, not_happened, unknown).",
+		}, []string{"answer"}),
+		resolved: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "arbiter_timeouts_resolved_total",
+			Help: "Timed-out actions resolved, by what resolved them: lookup and late_result without a person, operator by one.",
+		}, []string{"by"}),
+	}
+	for _, a := range record.Answers {
+		m.lookups.WithLabelValues(string(a))
+	}
+	for _, by := range services.ResolvedBy {
+		m.resolved.WithLabelValues(by)
 	}
 	for _, r := range []string{"succeeded", "retrying", "failed"} {
 		m.deliveries.WithLabelValues(r)
@@ -77,6 +95,7 @@ func NewMetrics(countByStatus func(ctx context.Context) (map[string]int64, error
 		m.approvals.WithLabelValues(r)
 	}
 	m.reg.MustRegister(m.entries, m.latency, m.sweeps, m.timedOut, m.groups, m, m.deliveries, m.sendTime, m.approvals,
+		m.lookups, m.resolved,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -99,6 +118,14 @@ func (m *Metrics) ObserveGroup(entries int) { m.groups.Observe(float64(entries))
 func (m *Metrics) ObserveApproval(result string, waited time.Duration) {
 	m.approvals.WithLabelValues(result).Observe(waited.Seconds())
 }
+
+// ObserveLookup records one lookup answer.
+func (m *Metrics) ObserveLookup(answer record.Answer) {
+	m.lookups.WithLabelValues(string(answer)).Inc()
+}
+
+// ObserveTimeoutResolved records a timed-out action resolved, and by what.
+func (m *Metrics) ObserveTimeoutResolved(by string) { m.resolved.WithLabelValues(by).Inc() }
 
 // ObserveDelivery records one webhook delivery attempt.
 func (m *Metrics) ObserveDelivery(result string, latency time.Duration) {

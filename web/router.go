@@ -41,6 +41,8 @@ func New(d Deps) *echo.Echo {
 	if d.Ledger != nil && d.Metrics != nil {
 		d.Ledger.OnGroup(d.Metrics.ObserveGroup)
 		d.Ledger.OnApprovalDecided(d.Metrics.ObserveApproval)
+		d.Ledger.OnLookupAnswered(d.Metrics.ObserveLookup)
+		d.Ledger.OnTimeoutResolved(d.Metrics.ObserveTimeoutResolved)
 	}
 	e.HideBanner, e.HidePort = true, true
 	dash := &dashboard{cookies: cookies{secure: d.SecureCookies}}
