@@ -327,3 +327,60 @@ func TestCompensationLeasePassingHoldsForAnOperator(t *testing.T) {
 		require.Equal(t, record.OutcomeCompensate, res.Outcome)
 	})
 }
+
+// TestReconciledAlerts: every answer on a timed-out action alerts
+// action.reconciled once, with the entry that recorded what it did (the
+// system's reconciled entry when the action changed, else the agent's
+// lookup_result); a passed compensation lease alerts action.timed_out.
+// Answers in one batch are reconciled in its one transaction.
+func TestReconciledAlerts(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		ctx := context.Background()
+		e := newHookEnv(t, st)
+		rcv := newReceiver(t)
+		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL, Events: []record.EventType{record.EventReconciled, record.EventTimedOut}})
+		e.timeOut(t, "found")
+		e.timeOut(t, "unsure")
+		res := submitAll(t, e.l, e.agent,
+			`{"key":"found","type":"lookup_result","attempt":1,"answer":"happened","external_ref":"re_1"}`,
+			`{"key":"unsure","type":"lookup_result","attempt":1,"answer":"unknown"}`)
+		require.Equal(t, record.StatusConfirmed, res[0].Action.Status)
+		require.Equal(t, record.StatusTimedOut, res[1].Action.Status)
+
+		comp := submit(t, e.l, e.agent, intent(IntentOpts{Key: "undo"}))
+		submit(t, e.l, e.agent, `{"key":"undo","type":"succeeded","attempt":1}`)
+		e.decide(t, "undo", record.DecisionCompensate)
+		require.Equal(t, record.OutcomeCompensate, submit(t, e.l, e.agent, intent(IntentOpts{Key: "undo"})).Outcome)
+		e.clock.Advance(61 * time.Second)
+		_, err := e.l.Sweep(ctx)
+		require.NoError(t, err)
+
+		require.Equal(t, map[string][]record.EventType{
+			"found":  {record.EventReconciled, record.EventTimedOut},
+			"unsure": {record.EventReconciled, record.EventTimedOut},
+			"undo":   {record.EventTimedOut},
+		}, e.alertsByKey(t, ep.ID))
+
+		startDispatcher(t, st, DispatcherOpts{})
+		byEntry := map[record.EntryType]*services.MessageBody{}
+		for _, r := range rcv.waitRequests(t, 5) {
+			m := messageOf(t, r)
+			byEntry[m.Data.Entry.Type] = &m
+		}
+		found := byEntry[record.TypeReconciled]
+		require.NotNil(t, found, "the change a lookup made is alerted with the system's entry")
+		require.Equal(t, record.EventReconciled, found.Type)
+		require.Equal(t, record.StatusConfirmed, found.Data.Action.Status)
+		require.Equal(t, record.ActorSystem, found.Data.Entry.Actor.Kind)
+		require.Equal(t, 4, found.Data.Entry.Seq)
+		require.JSONEq(t, `{"answer":"happened","lookup_seq":3,"status":"confirmed"}`, string(found.Data.Entry.Payload))
+		unsure := byEntry[record.TypeLookupResult]
+		require.NotNil(t, unsure, "an answer that leaves the action for a person is alerted with the agent's entry")
+		require.Equal(t, record.StatusTimedOut, unsure.Data.Action.Status)
+		timedOut := byEntry[record.TypeCompensationTimedOut]
+		require.NotNil(t, timedOut, "a passed compensation lease alerts action.timed_out")
+		require.Equal(t, record.EventTimedOut, timedOut.Type)
+		require.Equal(t, comp.Action.ID, timedOut.Data.Action.ID)
+	})
+}
