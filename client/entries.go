@@ -19,21 +19,28 @@ type Entry struct {
 	Tool      *string         `json:"tool,omitempty"`
 	Effect    *string         `json:"effect,omitempty"`
 	Params    json.RawMessage `json:"params,omitempty"`
-	Timeout   *float64        `json:"timeout,omitempty"` // lease in seconds (intents and heartbeats)
+	Timeout   *float64        `json:"timeout,omitempty"` // lease in seconds (intents, heartbeats and lookups)
 	Reference *string         `json:"reference,omitempty"`
 	// RequireApproval holds a first intent until a person approves it.
 	RequireApproval *bool `json:"require_approval,omitempty"`
+	// KeyTTL is how long the downstream honours the key, in seconds from
+	// the action's creation: after it a keyed action counts as unkeyed.
+	KeyTTL *float64 `json:"key_ttl,omitempty"`
 	// For every type.
 	Agent      *string    `json:"agent,omitempty"`
 	RunID      *string    `json:"run_id,omitempty"`
 	OccurredAt *time.Time `json:"occurred_at,omitempty"`
-	// For heartbeats and outcomes: the attempt they belong to.
+	// For heartbeats, outcomes and lookups: the attempt they belong to.
 	Attempt     *int            `json:"attempt,omitempty"`
 	Result      json.RawMessage `json:"result,omitempty"`
 	ExternalRef *string         `json:"external_ref,omitempty"`
 	Error       *string         `json:"error,omitempty"`
 	Retriable   *bool           `json:"retriable,omitempty"`
 	Message     *string         `json:"message,omitempty"`
+	// For lookup results: what the lookup found, and what the downstream
+	// said (any JSON, at most 64 KiB). ExternalRef and Result apply too.
+	Answer   *Answer         `json:"answer,omitempty"`
+	Evidence json.RawMessage `json:"evidence,omitempty"`
 }
 
 // Result is the ledger's answer to one entry.

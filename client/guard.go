@@ -67,7 +67,18 @@ type GuardSpec struct {
 	// holds the action (outcome in_progress) before giving up with an
 	// *InProgressError. 0 gives up at once.
 	Wait time.Duration
-	// Compensate undoes the effect when an operator asked for it.
+	// KeyTTL is how long the downstream honours Key as its idempotency key
+	// (Stripe: 24 h), counted from the action's creation; 0 means for as
+	// long as the ledger keeps the action. After it, a keyed action counts as
+	// unkeyed: a lookup that finds nothing no longer makes a retry safe.
+	KeyTTL time.Duration
+	// Compensate undoes the effect when an operator asked for it. It runs
+	// under the compensation's lease (Timeout), with heartbeats; its error
+	// says what is known, as fn's does: a plain or Retriable error means
+	// nothing was undone (reported compensation_failed, and the next intent
+	// compensates again), an Unknown one, or any error after its context
+	// was cancelled, that the undo may have happened (nothing is reported;
+	// the lease passes and an operator decides).
 	Compensate CompensateFunc
 	// RequireApproval holds the action's first intent until a person
 	// approves it: Guard returns a *PendingApprovalError until then, and
@@ -127,6 +138,9 @@ func (s *GuardSpec) intent() (Entry, error) {
 	}
 	if s.RequireApproval {
 		e.RequireApproval = Ptr(true)
+	}
+	if s.KeyTTL > 0 {
+		e.KeyTTL = Ptr(max(s.KeyTTL, time.Second).Seconds())
 	}
 	params, err := marshalJSON(s.Params)
 	if err != nil {
@@ -203,10 +217,15 @@ func (o *Outcome) DecodeResult(v any) error {
 //   - in_progress: another attempt holds the action; it asks again with
 //     backoff and jitter for up to spec.Wait, then returns an
 //     *InProgressError.
-//   - held: the outcome of an earlier attempt is unknown; it returns a
-//     *HeldError with the action's dashboard link. A person decides.
+//   - held: the outcome of an earlier attempt (or of a compensation) is
+//     unknown; it returns a *HeldError with the action's dashboard link. A
+//     person decides.
 //   - compensate: an operator asked to undo the effect; it runs
-//     spec.Compensate and records compensated.
+//     spec.Compensate under the compensation's lease and records
+//     compensated, or compensation_failed with its error, which releases
+//     the lease so that the next call compensates again. Without a
+//     Compensate function it reports compensation_failed too and returns
+//     ErrCompensationRequested.
 //   - The same key with other tool or params is an *Error with code
 //     key_reused.
 //
@@ -246,7 +265,8 @@ func (c *Client) Guard(ctx context.Context, spec GuardSpec, fn GuardFunc) (*Outc
 		case OutcomeCompensate:
 			return c.compensate(ctx, &spec, res)
 		case OutcomeHeld:
-			return nil, &HeldError{ActionID: res.Action.ID, Key: spec.Key, Attempt: res.AttemptNumber(), URL: c.ActionURL(res.Action.ID)}
+			return nil, &HeldError{ActionID: res.Action.ID, Key: spec.Key, Attempt: res.AttemptNumber(), URL: c.ActionURL(res.Action.ID),
+				Compensation: res.Action.Status == StatusCompensationRequested}
 		case OutcomePendingApproval:
 			if spec.approvalWait(ctx, start) <= 0 {
 				return nil, &PendingApprovalError{ActionID: res.Action.ID, Key: spec.Key, URL: c.ActionURL(res.Action.ID),
@@ -354,20 +374,35 @@ func (c *Client) execute(ctx context.Context, spec *GuardSpec, res *Result, fn G
 	return out, errors.Join(fnErr, err, resultErr)
 }
 
-// compensate undoes the effect at an operator's request and records it.
+// compensate undoes the effect at an operator's request, under the
+// compensation's lease, and records what came of it.
 func (c *Client) compensate(ctx context.Context, spec *GuardSpec, res *Result) (*Outcome, error) {
 	a := attemptOf(spec, res)
 	if spec.Compensate == nil {
-		return nil, fmt.Errorf("%w: action %s (key %q), see %s", ErrCompensationRequested, a.ActionID, a.Key, c.ActionURL(a.ActionID))
+		// Release the lease at once: another process that can undo it, or a
+		// person, takes over, and nobody waits for a lease to pass.
+		err := fmt.Errorf("%w: action %s (key %q), see %s", ErrCompensationRequested, a.ActionID, a.Key, c.ActionURL(a.ActionID))
+		_, rerr := c.reportCompensationFailed(ctx, spec, a,
+			Retriable(fmt.Errorf("this caller of Guard has no Compensate function for %s", spec.Tool)))
+		return nil, errors.Join(err, rerr)
 	}
-	ref, err := spec.Compensate(ctx, a)
-	if err != nil {
-		// Tell the operators, best effort: the action stays
-		// compensation_requested either way.
-		note := spec.entry(TypeNote, a.Number)
-		note.Message = Ptr("compensation failed: " + errorText(err))
-		_, _ = c.Submit(ctx, note)
-		return nil, err
+	runCtx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	hb := c.heartbeat(runCtx, spec, a, cancelRun)
+	defer hb.stop()
+	ref, fnErr := spec.Compensate(runCtx, a)
+	lost := hb.stop()
+	if fnErr != nil && (lost != nil || ctx.Err() != nil || IsUnknown(fnErr)) {
+		if IsUnknown(fnErr) && lost == nil && ctx.Err() == nil {
+			note := spec.entry(TypeNote, a.Number)
+			note.Message = Ptr("compensation outcome unknown: " + errorText(fnErr))
+			_, _ = c.Submit(ctx, note)
+		}
+		return nil, &OutcomeUnknownError{ActionID: a.ActionID, Key: a.Key, Attempt: a.Number, Compensation: true, Err: fnErr}
+	}
+	if fnErr != nil {
+		_, err := c.reportCompensationFailed(ctx, spec, a, fnErr)
+		return nil, errors.Join(fnErr, err)
 	}
 	e := spec.entry(TypeCompensated, a.Number)
 	if ref != "" {
@@ -379,6 +414,16 @@ func (c *Client) compensate(ctx context.Context, spec *GuardSpec, res *Result) (
 		out.Action = stored.Action
 	}
 	return out, err
+}
+
+// reportCompensationFailed records that the compensation did not undo the
+// effect, which releases its lease; the action stays
+// compensation_requested for the next intent or a person.
+func (c *Client) reportCompensationFailed(ctx context.Context, spec *GuardSpec, a Attempt, cause error) (*Result, error) {
+	e := spec.entry(TypeCompensationFailed, a.Number)
+	e.Error = Ptr(errorText(cause))
+	e.Retriable = Ptr(IsRetriable(cause))
+	return c.report(ctx, a, e)
 }
 
 // report records an outcome, retrying with backoff and jitter while

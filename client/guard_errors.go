@@ -25,15 +25,22 @@ var ErrCompensationRequested = errors.New("arbiter: an operator asked to compens
 // HeldError means the action's outcome is unknown (an attempt's lease
 // passed without a report) and a person must decide before anything runs
 // again: confirm it, retry it, compensate it or abandon it. URL is its page
-// on the dashboard.
+// on the dashboard. Compensation is true when it is the compensation whose
+// outcome is unknown (its lease passed without a report): a person decides
+// mark_compensated, abandon, or compensate again.
 type HeldError struct {
-	ActionID string
-	Key      string
-	Attempt  int
-	URL      string
+	ActionID     string
+	Key          string
+	Attempt      int
+	URL          string
+	Compensation bool
 }
 
 func (e *HeldError) Error() string {
+	if e.Compensation {
+		return fmt.Sprintf("arbiter: action %s (key %q) is held: whether the compensation of attempt %d undid the effect is unknown "+
+			"and an operator must decide; see %s", e.ActionID, e.Key, e.Attempt, e.URL)
+	}
 	return fmt.Sprintf("arbiter: action %s (key %q) is held: the outcome of attempt %d is unknown and an operator must decide; see %s",
 		e.ActionID, e.Key, e.Attempt, e.URL)
 }
@@ -102,17 +109,23 @@ func (e *FinishedError) Error() string {
 // Unknown, or any error after its context was cancelled (by the caller, or
 // because the lease was lost). The effect may or may not have happened, so
 // no failure was reported: the action times out and an operator decides,
-// unless a later report resolves it.
+// unless a later report resolves it. Compensation is true when it was the
+// compensation that was interrupted.
 type OutcomeUnknownError struct {
-	ActionID string
-	Key      string
-	Attempt  int
-	Err      error
+	ActionID     string
+	Key          string
+	Attempt      int
+	Compensation bool
+	Err          error
 }
 
 func (e *OutcomeUnknownError) Error() string {
-	return fmt.Sprintf("arbiter: attempt %d of action %s (key %q) was interrupted (%v); the outcome is unknown and was not reported",
-		e.Attempt, e.ActionID, e.Key, e.Err)
+	what := "attempt"
+	if e.Compensation {
+		what = "the compensation of attempt"
+	}
+	return fmt.Sprintf("arbiter: %s %d of action %s (key %q) was interrupted (%v); the outcome is unknown and was not reported",
+		what, e.Attempt, e.ActionID, e.Key, e.Err)
 }
 
 func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
@@ -124,7 +137,7 @@ type ReportError struct {
 	ActionID string
 	Key      string
 	Attempt  int
-	Type     string // succeeded, failed or compensated
+	Type     string // succeeded, failed, compensated, compensation_failed or lookup_result
 	Err      error
 }
 

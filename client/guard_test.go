@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -254,15 +255,29 @@ func TestGuardCompensates(t *testing.T) {
 		_, err = op.Decide(ctx, out.Action.ID, client.Decision{Decision: client.DecisionCompensate, Reason: "refunded the wrong order"})
 		require.NoError(t, err)
 
+		// A caller that cannot undo it says so, which releases the
+		// compensation's lease at once for one that can.
 		_, err = c.Guard(ctx, spec, counted(&runs))
 		assert.ErrorIs(t, err, client.ErrCompensationRequested)
 
-		// A failing compensation leaves a note for the operators.
+		// A failing compensation is reported: the lease is released, the
+		// action stays compensation_requested, and the next call compensates
+		// again instead of waiting for the lease to pass.
+		var tries atomic.Int32
 		spec.Compensate = func(ctx context.Context, a client.Attempt) (string, error) {
-			return "", errors.New("provider refused the reversal")
+			tries.Add(1)
+			return "", client.Retriable(errors.New("provider refused the reversal"))
 		}
 		_, err = c.Guard(ctx, spec, counted(&runs))
 		assert.EqualError(t, err, "provider refused the reversal")
+		assert.True(t, client.IsRetriable(err))
+		a, err := c.Action(ctx, out.Action.ID)
+		require.NoError(t, err)
+		assert.Equal(t, client.StatusCompensationRequested, a.Status)
+		require.NotNil(t, a.Reconciliation)
+		assert.Equal(t, 2, a.Reconciliation.CompensationFailures)
+		assert.Equal(t, "provider refused the reversal", *a.Reconciliation.CompensationError)
+		assert.False(t, a.Reconciliation.CompensationTimedOut)
 
 		var undone client.Attempt
 		spec.Compensate = func(ctx context.Context, a client.Attempt) (string, error) {
@@ -278,17 +293,74 @@ func TestGuardCompensates(t *testing.T) {
 		assert.Equal(t, "rev_5", *out.Action.ExternalRef)
 		assert.Equal(t, 1, undone.Number)
 		assert.Equal(t, "refund:5", undone.Key)
+		assert.Equal(t, int32(1), tries.Load())
 		assert.Equal(t, int32(1), runs.Load())
 
 		types, entries := timeline(t, c, "refund:5")
-		assert.Equal(t, []string{"intent", "succeeded", "decision", "note", "compensated"}, types)
-		assert.Contains(t, string(entries[3].Payload), "compensation failed: provider refused the reversal")
+		assert.Equal(t, []string{"intent", "succeeded", "decision", "intent", "compensation_failed", "intent",
+			"compensation_failed", "intent", "compensated"}, types)
+		assert.JSONEq(t, `{"type":"compensation_failed","error":"this caller of Guard has no Compensate function for payments.refund","retriable":true}`,
+			string(entries[4].Payload))
+		assert.JSONEq(t, `{"type":"compensation_failed","error":"provider refused the reversal","retriable":true}`, string(entries[6].Payload))
 
 		// Compensated is an ending: the action is not run again.
 		_, err = c.Guard(ctx, spec, counted(&runs))
 		var finished *client.FinishedError
 		require.ErrorAs(t, err, &finished)
 		assert.Equal(t, client.StatusCompensated, finished.Action.Status)
+	})
+}
+
+// While one compensation holds the lease another caller does not run it,
+// and a compensation whose process died holds the action for a person:
+// whether the undo happened is unknown.
+func TestGuardCompensationLease(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newEnv(t, st)
+		c := e.agent("payments")
+		ctx := context.Background()
+		spec := refundSpec("lease", 10)
+		spec.Timeout = time.Second
+		out, err := c.Guard(ctx, spec, counted(new(atomic.Int32)))
+		require.NoError(t, err)
+		_, err = e.operator("payments").Decide(ctx, out.Action.ID, client.Decision{Decision: client.DecisionCompensate, Reason: "wrong order"})
+		require.NoError(t, err)
+
+		var undos atomic.Int32
+		dying, die := context.WithCancel(ctx)
+		spec.Compensate = func(ctx context.Context, a client.Attempt) (string, error) {
+			undos.Add(1)
+			// Meanwhile a second process asks: in progress, nothing runs.
+			other := spec
+			other.Compensate = func(context.Context, client.Attempt) (string, error) {
+				undos.Add(1)
+				return "rev_other", nil
+			}
+			_, err := c.Guard(context.Background(), other, counted(new(atomic.Int32)))
+			var busy *client.InProgressError
+			if !errors.As(err, &busy) {
+				return "", fmt.Errorf("the second caller got %v", err)
+			}
+			die() // the process dies in the middle of the undo
+			<-ctx.Done()
+			return "", ctx.Err()
+		}
+		_, err = c.Guard(dying, spec, counted(new(atomic.Int32)))
+		var unknown *client.OutcomeUnknownError
+		require.ErrorAs(t, err, &unknown)
+		assert.True(t, unknown.Compensation)
+		assert.Equal(t, int32(1), undos.Load())
+
+		require.Eventually(t, func() bool { return e.sweep() == 1 }, 5*time.Second, 100*time.Millisecond)
+		_, err = c.Guard(ctx, spec, counted(new(atomic.Int32)))
+		var held *client.HeldError
+		require.ErrorAs(t, err, &held)
+		assert.True(t, held.Compensation)
+		assert.Contains(t, err.Error(), "whether the compensation of attempt 1 undid the effect is unknown")
+		assert.Equal(t, int32(1), undos.Load())
+		types, _ := timeline(t, c, spec.Key)
+		assert.Equal(t, []string{"intent", "succeeded", "decision", "intent", "compensation_timed_out"}, types)
 	})
 }
 

@@ -42,7 +42,34 @@ const (
 	TypeFailed      = "failed"
 	TypeCompensated = "compensated"
 	TypeNote        = "note"
+	// Look before you resend: a worker takes a lookup lease on a timed-out
+	// attempt, asks its downstream, and reports what it found; a
+	// compensation that did not work is reported so its lease is released.
+	TypeLookup             = "lookup"
+	TypeLookupResult       = "lookup_result"
+	TypeCompensationFailed = "compensation_failed"
 )
+
+// Answer is what a lookup found out about an attempt whose outcome was
+// unknown. It is the ledger's own type, so it compares with
+// Action.Reconciliation.LastLookup.Answer.
+type Answer = record.Answer
+
+// The answers of a lookup.
+const (
+	// AnswerHappened: the downstream has the effect; the action is
+	// confirmed with the lookup's external ref and result.
+	AnswerHappened = record.AnswerHappened
+	// AnswerNotHappened: the downstream provably has no such effect. A
+	// keyed, idempotent or read-only action (whose key the downstream still
+	// honours) is retried with its key; any other waits for a person.
+	AnswerNotHappened = record.AnswerNotHappened
+	// AnswerUnknown: the downstream cannot say; a person decides.
+	AnswerUnknown = record.AnswerUnknown
+)
+
+// MaxLookups is how many lookups the ledger grants one attempt.
+const MaxLookups = record.MaxLookups
 
 // Outcomes of an entry.
 const (
@@ -144,9 +171,11 @@ type LedgerEntry struct {
 
 // DecodePayload decodes the entry's payload into the struct of its type,
 // shared with the server: *record.IntentPayload for intent,
-// *record.ReportPayload for heartbeats, outcomes, notes and the entries
-// recorded about them, *record.DecisionPayload, *record.TimedOutPayload,
-// *record.KeyReusedPayload. Package record imports only the standard
+// *record.ReportPayload for heartbeats, outcomes, notes, compensation
+// failures and the entries recorded about them, *record.DecisionPayload,
+// *record.TimedOutPayload, *record.KeyReusedPayload,
+// *record.LookupPayload, *record.LookupResultPayload,
+// *record.ReconciledPayload. Package record imports only the standard
 // library.
 func (e LedgerEntry) DecodePayload() (any, error) {
 	return record.DecodePayload(&record.Entry{Type: record.EntryType(e.Type), Payload: e.Payload})

@@ -30,15 +30,24 @@ type WorkerOptions struct {
 	// Logger receives one line per action the worker handles (default
 	// slog.Default()).
 	Logger *slog.Logger
+	// LookupTimeout bounds one lookup (HandleLookup; default 30 s, at most
+	// 50 minutes). The lookup lease asked of the ledger is 10 s longer, to
+	// report the answer.
+	LookupTimeout time.Duration
+	// LookupRetry is the pause before a failed lookup is asked again
+	// (default 30 s), doubling with each lookup of the attempt.
+	LookupRetry time.Duration
 }
 
 // Worker carries out operators' decisions for the tools it handles: it
 // polls for actions an operator asked to retry (retry_requested) or to
 // compensate (compensation_requested), and runs the registered handler
 // through Guard with the action's original key, tool, effect and params.
-// The ledger's answer to the intent decides who runs: only one of several
-// workers gets proceed for an attempt, the others get in_progress and skip
-// it. Actions are handled one at a time, oldest first.
+// For tools with a lookup (HandleLookup) it also polls for timed-out
+// actions and asks the downstream what happened before a person has to.
+// The ledger's answer to the intent (or the lookup) decides who runs: only
+// one of several workers gets proceed for an attempt, the others get
+// in_progress and skip it. Actions are handled one at a time, oldest first.
 type Worker struct {
 	c    *Client
 	opts WorkerOptions
@@ -52,6 +61,22 @@ type Worker struct {
 type handler struct {
 	run        GuardFunc
 	compensate CompensateFunc
+	lookup     LookupFunc
+}
+
+// statuses are the statuses of the actions h has work for.
+func (h handler) statuses() []Status {
+	var s []Status
+	if h.run != nil {
+		s = append(s, StatusRetryRequested)
+	}
+	if h.compensate != nil {
+		s = append(s, StatusCompensationRequested)
+	}
+	if h.lookup != nil {
+		s = append(s, StatusTimedOut)
+	}
+	return s
 }
 
 type delay struct {
@@ -67,6 +92,13 @@ func NewWorker(c *Client, opts WorkerOptions) *Worker {
 	if opts.MaxPoll < opts.Poll {
 		opts.MaxPoll = max(30*time.Second, opts.Poll)
 	}
+	if opts.LookupTimeout <= 0 {
+		opts.LookupTimeout = 30 * time.Second
+	}
+	opts.LookupTimeout = min(opts.LookupTimeout, 50*time.Minute)
+	if opts.LookupRetry <= 0 {
+		opts.LookupRetry = 30 * time.Second
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -81,7 +113,9 @@ func NewWorker(c *Client, opts WorkerOptions) *Worker {
 func (w *Worker) Handle(tool string, run GuardFunc, compensate CompensateFunc) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.handlers[tool] = handler{run: run, compensate: compensate}
+	h := w.handlers[tool]
+	h.run, h.compensate = run, compensate
+	w.handlers[tool] = h
 }
 
 // Run polls and works until ctx ends, then returns nil. Failures to reach
@@ -135,6 +169,10 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 			continue
 		}
 		tried++
+		if a.Status == StatusTimedOut {
+			w.lookedUp(a, w.lookUp(ctx, a, h))
+			continue
+		}
 		w.work(ctx, a, h)
 	}
 	return tried, nil
@@ -146,11 +184,17 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 func (w *Worker) waiting(ctx context.Context) ([]Action, error) {
 	w.mu.Lock()
 	tools := slices.Sorted(maps.Keys(w.handlers))
+	statuses := map[string][]Status{}
+	for tool, h := range w.handlers {
+		statuses[tool] = h.statuses()
+	}
 	w.mu.Unlock()
 	var all []Action
 	for _, tool := range tools {
-		opts := ListOptions{Status: []Status{StatusRetryRequested, StatusCompensationRequested},
-			Tool: tool, Namespace: w.opts.Namespace, Limit: 500}
+		if len(statuses[tool]) == 0 {
+			continue
+		}
+		opts := ListOptions{Status: statuses[tool], Tool: tool, Namespace: w.opts.Namespace, Limit: 500}
 		for {
 			page, err := w.c.ListActions(ctx, opts)
 			if err != nil {
@@ -168,17 +212,31 @@ func (w *Worker) waiting(ctx context.Context) ([]Action, error) {
 	return all, nil
 }
 
+// handlerFor returns the handler for an action that has work for this
+// worker now.
 func (w *Worker) handlerFor(a Action) (handler, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	h, ok := w.handlers[a.Tool]
-	if !ok || time.Now().Before(w.delays[a.ID].until) {
+	now := time.Now()
+	if !ok || now.Before(w.delays[a.ID].until) {
 		return handler{}, false
 	}
-	if a.Status == StatusCompensationRequested && h.compensate == nil {
-		return handler{}, false
+	switch a.Status {
+	case StatusRetryRequested:
+		ok = h.run != nil
+	case StatusCompensationRequested:
+		// Not while another worker's compensation holds the lease, nor
+		// after a lease passed without a report: an operator decides then.
+		rc := a.Reconciliation
+		ok = h.compensate != nil && (a.LeaseUntil == nil || !now.Before(*a.LeaseUntil)) &&
+			(rc == nil || !rc.CompensationTimedOut)
+	case StatusTimedOut:
+		ok = h.lookup != nil && w.lookupDue(a, now)
+	default:
+		ok = false
 	}
-	return h, true
+	return h, ok
 }
 
 // work runs one action through Guard and logs what came of it.
@@ -217,6 +275,21 @@ func (w *Worker) work(ctx context.Context, a Action, h handler) {
 	}
 	// Still waiting (say, the compensation failed): try it again later, not
 	// at every poll.
+	d := w.delays[a.ID]
+	d.failures++
+	d.until = time.Now().Add(max(w.opts.Poll, w.c.backoff.pause(d.failures)))
+	w.delays[a.ID] = d
+}
+
+// lookedUp keeps a lookup that could not be asked or reported for a later
+// poll, with backoff.
+func (w *Worker) lookedUp(a Action, err error) {
+	if err == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.log.Warn("arbiter worker: could not look up the action", "action_id", a.ID, "key", a.Key, "err", err)
 	d := w.delays[a.ID]
 	d.failures++
 	d.until = time.Now().Add(max(w.opts.Poll, w.c.backoff.pause(d.failures)))
