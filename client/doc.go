@@ -13,7 +13,11 @@
 //     lands. Retries of the same key are answered from the ledger.
 //   - The worker ([Worker]): carries out operators' decisions. It picks up
 //     actions an operator asked to retry or compensate and runs the handler
-//     registered for their tool with the original key and params.
+//     registered for their tool with the original key and params. For tools
+//     with a lookup ([Worker.HandleLookup]) it looks before a resend: it
+//     asks the downstream about each timed-out attempt and reports the
+//     answer, so that the ledger confirms the action, retries it with its
+//     key where that is safe, or leaves it to a person with the answer.
 //
 // The package depends on the standard library only.
 package client

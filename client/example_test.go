@@ -14,8 +14,12 @@ import (
 // payments stands for a payment provider's SDK that takes idempotency keys.
 var payments = struct {
 	Refund func(ctx context.Context, orderID string, cents int, idempotencyKey string) (string, error)
+	// FindRefund searches refunds by the idempotency key they were made
+	// with; "" if there is none.
+	FindRefund func(ctx context.Context, idempotencyKey string) (string, error)
 }{
-	Refund: func(context.Context, string, int, string) (string, error) { return "re_123", nil },
+	Refund:     func(context.Context, string, int, string) (string, error) { return "re_123", nil },
+	FindRefund: func(context.Context, string) (string, error) { return "re_123", nil },
 }
 
 // An agent wraps each side effect in Guard. The intent is recorded before
@@ -70,5 +74,27 @@ func ExampleWorker() {
 		},
 		nil, // refunds are not compensated by the agent
 	)
+	go func() { _ = w.Run(context.Background()) }()
+}
+
+// A lookup tells the worker how to find out whether a timed-out attempt's
+// refund happened: search the provider by the key the attempt sent. A
+// refund found confirms the action; none found makes the ledger retry it
+// with the same key (safe: the provider deduplicates); an error is
+// reported as unknown and asked again later.
+func ExampleWorker_HandleLookup() {
+	arbiter := client.New("http://127.0.0.1:8080", os.Getenv("ARBITER_API_KEY"))
+	w := client.NewWorker(arbiter, client.WorkerOptions{LookupTimeout: 10 * time.Second})
+	w.HandleLookup("payments.refund", func(ctx context.Context, q client.LookupRequest) (client.LookupAnswer, error) {
+		refundID, err := payments.FindRefund(ctx, q.Key)
+		switch {
+		case err != nil:
+			return client.LookupAnswer{}, err
+		case refundID == "":
+			return client.LookupAnswer{Answer: client.AnswerNotHappened, Evidence: map[string]any{"searched": q.Key, "refunds": 0}}, nil
+		}
+		return client.LookupAnswer{Answer: client.AnswerHappened, ExternalRef: refundID,
+			Result: map[string]string{"refund_id": refundID}, Evidence: map[string]any{"searched": q.Key, "refund": refundID}}, nil
+	})
 	go func() { _ = w.Run(context.Background()) }()
 }

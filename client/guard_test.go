@@ -358,6 +358,15 @@ func TestGuardCompensationLease(t *testing.T) {
 		require.ErrorAs(t, err, &held)
 		assert.True(t, held.Compensation)
 		assert.Contains(t, err.Error(), "whether the compensation of attempt 1 undid the effect is unknown")
+		// A worker leaves it to the person too.
+		w := newWorker(c, nil)
+		w.Handle(spec.Tool, counted(new(atomic.Int32)), func(context.Context, client.Attempt) (string, error) {
+			undos.Add(1)
+			return "rev_worker", nil
+		})
+		n, err := w.RunOnce(ctx)
+		require.NoError(t, err)
+		assert.Zero(t, n)
 		assert.Equal(t, int32(1), undos.Load())
 		types, _ := timeline(t, c, spec.Key)
 		assert.Equal(t, []string{"intent", "succeeded", "decision", "intent", "compensation_timed_out"}, types)
