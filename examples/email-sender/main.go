@@ -5,10 +5,13 @@
 //
 // With -crash the process "dies" between the send and the report. The
 // program then plays the restarted agent: the same job is held (was the
-// email sent? nobody knows), and a worker waits for an operator. Confirming
-// it (the provider's log shows the message) settles it with one email;
-// retrying it is refused until the operator acknowledges the duplicate risk,
-// and then the customer gets a second email, the risk they accepted.
+// email sent? nobody knows). The worker has a lookup for the tool, but the
+// provider cannot be searched, so all it can answer is unknown: the ledger
+// keeps that answer for the operator, the worker does not ask again, and it
+// waits for the operator's decision. Confirming it (the provider's log
+// shows the message) settles it with one email; retrying it is refused
+// until the operator acknowledges the duplicate risk, and then the customer
+// gets a second email, the risk they accepted.
 //
 //	ARBITER_URL=http://127.0.0.1:8080 ARBITER_API_KEY=ak_… go run ./examples/email-sender -crash
 package main
@@ -96,6 +99,15 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		Reference: cfg.customer,
 	}
 
+	// The provider has no API to search what it sent: a lookup can only
+	// say so. Saying it is still worth it: the operator sees that the agent
+	// could not tell, and why.
+	lookup := func(ctx context.Context, q client.LookupRequest) (client.LookupAnswer, error) {
+		fmt.Fprintf(out, "lookup: the provider cannot be searched; %s attempt %d stays unknown\n", q.Key, q.Attempt)
+		return client.LookupAnswer{Answer: client.AnswerUnknown,
+			Evidence: "the email provider has no API to search sent messages; check its dashboard or ask the customer"}, nil
+	}
+
 	if cfg.crash {
 		process, die := context.WithCancel(ctx)
 		_, err := arbiter.Guard(process, spec, func(ctx context.Context, a client.Attempt) (any, string, error) {
@@ -122,7 +134,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		fmt.Fprintf(out, "  %s\n", held.URL)
 		fmt.Fprintf(out, "  the provider's log shows it:  arbiter decide %s confirm --reason \"…\"\n", held.ActionID)
 		fmt.Fprintf(out, "  send it (maybe) again:        arbiter decide %s retry --acknowledge-duplicate-risk --reason \"…\"\n", held.ActionID)
-		return resolve(ctx, arbiter, held.ActionID, send, mail, out)
+		return resolve(ctx, arbiter, held.ActionID, send, lookup, mail, out)
 	case err != nil:
 		return err
 	case res.Ran:
@@ -135,9 +147,11 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 
 // resolve runs a worker, as the agent's process would, until an operator
 // has decided and the action is settled.
-func resolve(ctx context.Context, arbiter *client.Client, id string, send client.GuardFunc, mail *provider, out io.Writer) error {
+func resolve(ctx context.Context, arbiter *client.Client, id string, send client.GuardFunc, lookup client.LookupFunc,
+	mail *provider, out io.Writer) error {
 	w := client.NewWorker(arbiter, client.WorkerOptions{Logger: slog.New(slog.NewTextHandler(out, nil))})
 	w.Handle("email.send", send, nil)
+	w.HandleLookup("email.send", lookup)
 	for {
 		a, err := arbiter.Action(ctx, id)
 		if err != nil {

@@ -89,15 +89,19 @@ func crashed(t *testing.T) (*client.Client, *client.Action, chan error, *syncBuf
 	done := make(chan error, 1)
 	go func() { done <- run(context.Background(), cfg, out) }()
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "held:") }, 20*time.Second, 50*time.Millisecond, out.String())
-	// Held as soon as the lease passed; timed out once the sweeper noticed.
+	// Held as soon as the lease passed; timed out once the sweeper noticed,
+	// and then looked up by the worker, which could not tell.
 	var a *client.Action
 	require.Eventually(t, func() bool {
 		var err error
 		a, err = operator.ActionByKey(context.Background(), "email:welcome:cust-42")
 		require.NoError(t, err)
-		return a.Status == client.StatusTimedOut
-	}, 5*time.Second, 50*time.Millisecond)
+		return a.Status == client.StatusTimedOut && a.Reconciliation != nil && a.Reconciliation.LastLookup != nil
+	}, 10*time.Second, 50*time.Millisecond, out.String())
 	require.Equal(t, client.EffectUnkeyed, a.Effect)
+	require.Equal(t, client.AnswerUnknown, a.Reconciliation.LastLookup.Answer)
+	require.Equal(t, "email-sender", a.Reconciliation.LastLookup.By.Name)
+	require.Contains(t, a.Reconciliation.LastLookup.Said, "the email provider has no API to search sent messages")
 	return operator, a, done, out
 }
 
@@ -129,11 +133,19 @@ func TestEmailSenderRetryNeedsTheDuplicateRiskAcknowledged(t *testing.T) {
 	require.Contains(t, got, "settled: the action is succeeded (attempt 2); the provider sent 2 email(s)")
 }
 
+// A lookup that can only answer unknown is asked once: the worker keeps
+// polling, and the action waits for the operator with the answer shown.
 // Confirming settles it with the one email that was sent.
 func TestEmailSenderConfirmed(t *testing.T) {
 	t.Parallel()
 	operator, a, done, out := crashed(t)
-	_, err := operator.Decide(context.Background(), a.ID, client.Decision{Decision: client.DecisionConfirm,
+	time.Sleep(1500 * time.Millisecond) // the worker polls every 500 ms
+	again, err := operator.Action(context.Background(), a.ID)
+	require.NoError(t, err)
+	require.Equal(t, client.StatusTimedOut, again.Status)
+	require.Equal(t, 1, again.Reconciliation.Lookups, "an unknown from a provider that cannot be searched is not asked again")
+	require.Equal(t, 1, strings.Count(out.String(), "lookup: the provider cannot be searched; email:welcome:cust-42 attempt 1 stays unknown\n"))
+	_, err = operator.Decide(context.Background(), a.ID, client.Decision{Decision: client.DecisionConfirm,
 		Reason: "the provider's log shows msg_1 delivered", ExternalRef: client.Ptr("msg_1")})
 	require.NoError(t, err)
 	require.Contains(t, settled(t, done, out), "settled: the action is confirmed (attempt 1); the provider sent 1 email(s)")

@@ -5,10 +5,15 @@
 //
 // With -crash the process "dies" between the refund and the report. The
 // program then plays the restarted agent: the same job is held (the outcome
-// is unknown, so nothing runs again), and a worker waits for an operator's
-// decision. A retry runs attempt 2 with the same key; the provider
-// recognises the key and returns the original refund, so the customer is
-// refunded once.
+// is unknown, so nothing runs again blindly), and a worker looks before it
+// resends: it searches the provider's refunds by the action's key, finds
+// the refund, and the ledger confirms the action. Nobody had to decide.
+//
+// With -crash-before the process dies before the provider got the request.
+// The lookup finds nothing; the action is keyed, so the ledger retries it:
+// the worker runs attempt 2 with the same key, and the customer is
+// refunded once (had the lost request arrived meanwhile, the provider would
+// have returned that refund for the key).
 //
 //	ARBITER_URL=http://127.0.0.1:8080 ARBITER_API_KEY=ak_… go run ./examples/refund-agent -crash
 package main
@@ -34,7 +39,8 @@ type config struct {
 	url, apiKey string
 	order       string
 	amountCents int
-	crash       bool
+	crash       bool // die after the refund, before reporting it
+	crashBefore bool // die before the provider got the request
 	lease       time.Duration
 }
 
@@ -43,6 +49,7 @@ func main() {
 	flag.StringVar(&cfg.order, "order", "order-8812", "the order to refund")
 	flag.IntVar(&cfg.amountCents, "amount", 4200, "the amount to refund, in cents")
 	flag.BoolVar(&cfg.crash, "crash", false, "die between the refund and the report, then play the restarted agent")
+	flag.BoolVar(&cfg.crashBefore, "crash-before", false, "die before the provider got the refund, then play the restarted agent")
 	flag.DurationVar(&cfg.lease, "lease", 5*time.Second, "how long an attempt may run without a heartbeat")
 	flag.Parse()
 	if cfg.url == "" {
@@ -59,7 +66,8 @@ func main() {
 }
 
 // provider is a fake payment provider that deduplicates by idempotency key,
-// as Stripe and Adyen do: a repeat of a key returns the first refund.
+// as Stripe and Adyen do: a repeat of a key returns the first refund. Its
+// refunds can be searched by the key they were made with.
 type provider struct {
 	byKey map[string]string
 	count int
@@ -73,6 +81,12 @@ func (p *provider) refund(idempotencyKey string) string {
 	id := fmt.Sprintf("re_%d", p.count)
 	p.byKey[idempotencyKey] = id
 	return id
+}
+
+// find returns the refund made with idempotencyKey, if any.
+func (p *provider) find(idempotencyKey string) (string, bool) {
+	id, ok := p.byKey[idempotencyKey]
+	return id, ok
 }
 
 type refundParams struct {
@@ -106,11 +120,28 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		Reference: cfg.order,
 	}
 
-	if cfg.crash {
+	// How the worker finds out what a timed-out attempt did: search the
+	// provider's refunds by the key the attempt sent.
+	lookup := func(ctx context.Context, q client.LookupRequest) (client.LookupAnswer, error) {
+		id, ok := psp.find(q.Key)
+		if !ok {
+			fmt.Fprintf(out, "lookup: the provider has no refund for key %s\n", q.Key)
+			return client.LookupAnswer{Answer: client.AnswerNotHappened, Evidence: map[string]any{"idempotency_key": q.Key, "refunds": []string{}}}, nil
+		}
+		fmt.Fprintf(out, "lookup: the provider has refund %s for key %s\n", id, q.Key)
+		return client.LookupAnswer{Answer: client.AnswerHappened, ExternalRef: id, Result: map[string]any{"refund_id": id},
+			Evidence: map[string]any{"idempotency_key": q.Key, "refunds": []string{id}}}, nil
+	}
+
+	if cfg.crash || cfg.crashBefore {
 		process, die := context.WithCancel(ctx)
 		_, err := arbiter.Guard(process, spec, func(ctx context.Context, a client.Attempt) (any, string, error) {
-			_, id, _ := refund(ctx, a)
-			fmt.Fprintf(out, "attempt %d: the provider refunded %s; now the process dies before reporting it\n", a.Number, id)
+			if cfg.crashBefore {
+				fmt.Fprintf(out, "attempt %d: the process dies before the provider gets the refund\n", a.Number)
+			} else {
+				_, id, _ := refund(ctx, a)
+				fmt.Fprintf(out, "attempt %d: the provider refunded %s; now the process dies before reporting it\n", a.Number, id)
+			}
 			die()
 			<-ctx.Done()
 			return nil, "", ctx.Err()
@@ -128,9 +159,10 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	var held *client.HeldError
 	switch {
 	case errors.As(err, &held):
-		fmt.Fprintf(out, "held: the outcome of attempt %d is unknown, so nothing runs again until an operator decides:\n", held.Attempt)
-		fmt.Fprintf(out, "  %s\n  arbiter decide %s retry --reason \"the provider deduplicates by key\"\n", held.URL, held.ActionID)
-		return resolve(ctx, arbiter, held.ActionID, refund, psp, out)
+		fmt.Fprintf(out, "held: the outcome of attempt %d is unknown, so nothing runs again blindly; the worker looks it up at the provider\n",
+			held.Attempt)
+		fmt.Fprintf(out, "  (if the lookup cannot tell, an operator decides: %s)\n", held.URL)
+		return resolve(ctx, arbiter, held.ActionID, refund, lookup, psp, out)
 	case err != nil:
 		return err
 	case res.Ran:
@@ -148,11 +180,14 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	return nil
 }
 
-// resolve runs a worker, as the agent's process would, until an operator
-// has decided and the action is settled.
-func resolve(ctx context.Context, arbiter *client.Client, id string, refund client.GuardFunc, psp *provider, out io.Writer) error {
+// resolve runs a worker, as the agent's process would, until the action is
+// settled: by the worker's lookup, or by an operator's decision it carries
+// out.
+func resolve(ctx context.Context, arbiter *client.Client, id string, refund client.GuardFunc, lookup client.LookupFunc,
+	psp *provider, out io.Writer) error {
 	w := client.NewWorker(arbiter, client.WorkerOptions{Logger: slog.New(slog.NewTextHandler(out, nil))})
 	w.Handle("payments.refund", refund, nil)
+	w.HandleLookup("payments.refund", lookup)
 	for {
 		a, err := arbiter.Action(ctx, id)
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -76,43 +75,54 @@ func TestRefundAgentAnswersRepeatsFromTheLedger(t *testing.T) {
 }
 
 // One refund, traced: the agent dies after the provider refunded, the
-// restarted agent is held, an operator retries, and the worker's attempt 2
-// gets the original refund back from the provider.
-func TestRefundAgentCrashThenRetry(t *testing.T) {
+// restarted agent is held, and the worker's lookup finds the refund at the
+// provider: the action is confirmed with it, and nobody had to decide.
+func TestRefundAgentCrashThenLookupConfirms(t *testing.T) {
 	t.Parallel()
 	url, key := startArbiter(t)
-	operator := client.New(url, key("payments", "on-call", services.RoleOperator))
+	reader := client.New(url, key("payments", "auditor", services.RoleReader))
 	var out syncBuffer
 	cfg := config{url: url, apiKey: key("payments", "refund-agent", services.RoleAgent), order: "order-8812", amountCents: 4200,
 		crash: true, lease: time.Second}
-	done := make(chan error, 1)
-	go func() { done <- run(context.Background(), cfg, &out) }()
-
-	require.Eventually(t, func() bool { return strings.Contains(out.String(), "held:") }, 20*time.Second, 50*time.Millisecond, out.String())
-	ctx := context.Background()
-	// Held as soon as the lease passed; timed out once the sweeper noticed.
-	var a *client.Action
-	require.Eventually(t, func() bool {
-		var err error
-		a, err = operator.ActionByKey(ctx, "refund:order-8812")
-		require.NoError(t, err)
-		return a.Status == client.StatusTimedOut
-	}, 5*time.Second, 50*time.Millisecond)
-	_, err := operator.Decide(ctx, a.ID, client.Decision{Decision: client.DecisionRetry, Reason: "the provider deduplicates by key",
-		ExpectedVersion: &a.Version})
-	require.NoError(t, err)
-
-	select {
-	case err := <-done:
-		require.NoError(t, err, out.String())
-	case <-time.After(20 * time.Second):
-		t.Fatalf("the agent did not settle:\n%s", out.String())
-	}
+	require.NoError(t, run(context.Background(), cfg, &out), out.String())
 	got := out.String()
 	require.Contains(t, got, "attempt 1: the provider refunded re_1; now the process dies before reporting it\n")
-	require.Contains(t, got, "arbiter decide "+a.ID+" retry")
-	require.Contains(t, got, "settled: the action is succeeded (attempt 2); the provider created 1 refund(s) for refund:order-8812\n")
-	final, err := operator.Action(ctx, a.ID)
+	require.Contains(t, got, "held: the outcome of attempt 1 is unknown")
+	require.Contains(t, got, "lookup: the provider has refund re_1 for key refund:order-8812\n")
+	require.Contains(t, got, "settled: the action is confirmed (attempt 1); the provider created 1 refund(s) for refund:order-8812\n")
+
+	a, err := reader.ActionByKey(context.Background(), "refund:order-8812")
 	require.NoError(t, err)
-	require.Equal(t, "re_1", *final.ExternalRef)
+	require.Equal(t, client.StatusConfirmed, a.Status)
+	require.Equal(t, "re_1", *a.ExternalRef)
+	require.JSONEq(t, `{"refund_id":"re_1"}`, string(a.Result))
+	require.Equal(t, client.AnswerHappened, a.Reconciliation.LastLookup.Answer)
+}
+
+// The agent dies before the provider got the refund: the lookup finds
+// nothing, the ledger retries the keyed action, and the worker's attempt 2
+// refunds once with the same key.
+func TestRefundAgentLostRequestThenRetry(t *testing.T) {
+	t.Parallel()
+	url, key := startArbiter(t)
+	reader := client.New(url, key("payments", "auditor", services.RoleReader))
+	var out syncBuffer
+	cfg := config{url: url, apiKey: key("payments", "refund-agent", services.RoleAgent), order: "order-9001", amountCents: 4200,
+		crashBefore: true, lease: time.Second}
+	require.NoError(t, run(context.Background(), cfg, &out), out.String())
+	got := out.String()
+	require.Contains(t, got, "attempt 1: the process dies before the provider gets the refund\n")
+	require.Contains(t, got, "lookup: the provider has no refund for key refund:order-9001\n")
+	require.Contains(t, got, "settled: the action is succeeded (attempt 2); the provider created 1 refund(s) for refund:order-9001\n")
+
+	a, err := reader.ActionByKey(context.Background(), "refund:order-9001")
+	require.NoError(t, err)
+	require.Equal(t, "re_1", *a.ExternalRef)
+	entries, err := reader.Entries(context.Background(), a.ID)
+	require.NoError(t, err)
+	var types []string
+	for _, e := range entries {
+		types = append(types, e.Type)
+	}
+	require.Equal(t, []string{"intent", "timed_out", "lookup", "lookup_result", "reconciled", "intent", "succeeded"}, types)
 }
