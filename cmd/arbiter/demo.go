@@ -176,7 +176,10 @@ Arbiter demo: the server and a simulated fleet of agents working against it.
 
 Within a few seconds the triage page shows workers that crashed between the
 effect and the report (timed_out), a key reused with other params, a late
-result and a stale outcome. Decide on them: the fleet's workers carry out
+result and a stale outcome. The workers look before they resend: a refund
+the PSP has is confirmed, one it never got is retried with its key, and what
+no lookup can tell (an email: the mailer cannot be searched) waits for you
+with the lookup's answer. Decide on them: the fleet's workers carry out
 retries and compensations. Ctrl-C stops the demo.
 
 `, url, demoEmail, password, where, url, adminKey)

@@ -88,7 +88,7 @@ func (f *demoFleet) run(ctx context.Context) {
 		wg.Go(func() { _ = w.Run(ctx) })
 	}
 	for _, incident := range []func(context.Context){
-		f.ordinaryWork, f.crashes, f.keyReused, f.lateResult, f.staleOutcome, f.compensation, f.approvals,
+		f.ordinaryWork, f.crashes, f.lookups, f.keyReused, f.lateResult, f.staleOutcome, f.compensation, f.approvals,
 	} {
 		wg.Go(func() { incident(ctx) })
 	}
@@ -98,28 +98,32 @@ func (f *demoFleet) run(ctx context.Context) {
 }
 
 // workers carry out operators' decisions, the demo's and the person's at
-// the dashboard: one per agent key, as each agent's process would run one.
+// the dashboard, and look up timed-out refunds and emails before a person
+// has to: one per agent key, as each agent's process would run one.
 func (f *demoFleet) workers() []*client.Worker {
 	opts := func(name string) client.WorkerOptions {
 		return client.WorkerOptions{Poll: 500 * time.Millisecond, MaxPoll: 2 * time.Second, Logger: f.log, Agent: name}
 	}
 	payments := client.NewWorker(f.refundBot, opts("payments-worker"))
 	payments.Handle("payments.refund", f.retried("payments-worker", f.refund), nil)
+	payments.HandleLookup("payments.refund", f.lookupRefund)
 	payments.Handle("payments.charge", f.retried("payments-worker", f.charge), f.undoCharge)
 	support := client.NewWorker(f.mailBot, opts("support-worker"))
 	support.Handle("email.send", f.retried("support-worker", f.email), nil)
+	support.HandleLookup("email.send", f.lookupEmail)
 	crm := client.NewWorker(f.crmBot, opts("crm-worker"))
 	crm.Handle("crm.set_tier", f.retried("crm-worker", f.setTier), nil)
 	crm.Handle("crm.lookup_customer", f.retried("crm-worker", f.lookup), nil)
 	return []*client.Worker{payments, support, crm}
 }
 
-// retried tells the story of a worker running an operator's retry.
+// retried tells the story of a worker running a retry an operator or a
+// lookup asked for.
 func (f *demoFleet) retried(who string, fn client.GuardFunc) client.GuardFunc {
 	return func(ctx context.Context, a client.Attempt) (any, string, error) {
 		res, ref, err := fn(ctx, a)
 		if err == nil {
-			f.say(who, "%s %s: ran attempt %d, as an operator asked, with the same key%s", a.Tool, a.Key, a.Number, refText(ref))
+			f.say(who, "%s %s: retried: ran attempt %d with the same key%s", a.Tool, a.Key, a.Number, refText(ref))
 		}
 		return res, ref, err
 	}

@@ -10,7 +10,9 @@ import (
 // The demo fleet's downstream systems, in memory. What matters is how each
 // answers a repeat: the payment provider deduplicates by idempotency key
 // (so its tools are keyed), the mailer does not (unkeyed), and the CRM sets
-// state (idempotent) or only reads it (read_only).
+// state (idempotent) or only reads it (read_only). And whether each can be
+// asked what happened: the payment provider can be searched by key, the
+// mailer cannot.
 
 // demoPSP is a payment provider that honours idempotency keys the way
 // Stripe does: a repeat of a key returns what the first request created.
@@ -36,6 +38,15 @@ func (p *demoPSP) do(kind, idempotencyKey string) string {
 	id := fmt.Sprintf("%s%04d", prefix, p.created[kind])
 	p.byKey[idempotencyKey] = id
 	return id
+}
+
+// find returns what the PSP created for idempotencyKey, if anything: its
+// search by key, which the workers' lookups use.
+func (p *demoPSP) find(_ context.Context, idempotencyKey string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	id, ok := p.byKey[idempotencyKey]
+	return id, ok
 }
 
 func (p *demoPSP) refund(_ context.Context, idempotencyKey string) string {

@@ -131,6 +131,29 @@ func TestDemoPopulatesTriage(t *testing.T) {
 	for _, story := range []string{"CRASHED after the effect", "key_reused", "a late result", "a stale outcome", "compensated"} {
 		require.Contains(t, out, story)
 	}
+
+	// Timeouts resolved by the workers' lookups, beside those that still
+	// need a person: a refund the PSP has (confirmed), one it never got
+	// (retried with its key), one under a key the PSP forgot, and an email
+	// the mailer cannot be searched for.
+	lookups := []*regexp.Regexp{
+		regexp.MustCompile(`payments-worker\s+payments\.refund (refund:\S+): looked up attempt 1 at the PSP by its key: found re_\d+ \(happened\)`),
+		regexp.MustCompile(`payments-worker\s+payments\.refund (refund:\S+): looked up attempt 1 at the PSP by its key: no refund \(not_happened\)`),
+		regexp.MustCompile(`payments-worker\s+payments\.refund (refund:\S+): retried: ran attempt 2 with the same key \(re_\d+\)`),
+		regexp.MustCompile(`demo\s+payments\.refund (refund:\S+): the PSP honours keys for 1s here .* it waits for you`),
+		regexp.MustCompile(`support-worker\s+email\.send (email:\S+): the mailer cannot be searched`),
+	}
+	require.Eventually(t, func() bool {
+		out = d.stdout.String()
+		for _, re := range lookups {
+			if !re.MatchString(out) {
+				return false
+			}
+		}
+		return true
+	}, 20*time.Second, 100*time.Millisecond, "lookup stories missing:\n%s", d.stdout.String())
+	retried := lookups[2].FindStringSubmatch(out)[1]
+	require.Contains(t, out, retried+": CRASHED before the request reached the provider", "the retried refund is one the PSP never got")
 	require.FileExists(t, d.database)
 
 	d.stop(t, syscall.SIGINT)
