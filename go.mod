@@ -26,6 +26,7 @@ require (
 
 require (
 	cel.dev/expr v0.25.1 // indirect
+	code.dny.dev/ssrf v0.3.0 // indirect
 	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect
 	github.com/a-h/parse v0.0.0-20250122154542-74294addb73e // indirect
 	github.com/andybalholm/brotli v1.3.0 // indirect

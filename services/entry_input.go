@@ -173,7 +173,7 @@ func checkJSONField(name string, raw json.RawMessage) error {
 	if p := textProblem(raw); p != "" {
 		return Errorf(CodeInvalid, "field %q must not contain %s", name, p)
 	}
-	return nil
+	return checkJSONShape(name, raw)
 }
 
 // checkText checks a free-text field that is stored in a JSON payload.

@@ -188,9 +188,12 @@ func appendEscape(b []byte, r rune) []byte {
 }
 
 // respell writes a number in another notation with the same float64 value.
+// An integer of 16 or more digits is kept as written: the canonical form
+// keeps such integers exactly, so another spelling is another number.
 func respell(n json.Number, rng *rand.Rand) string {
 	f, err := n.Float64()
-	if rng == nil || err != nil || math.IsInf(f, 0) {
+	digits := strings.TrimPrefix(n.String(), "-")
+	if rng == nil || err != nil || math.IsInf(f, 0) || (len(digits) >= 16 && !strings.ContainsAny(digits, ".eE")) {
 		return n.String()
 	}
 	switch rng.IntN(3) {

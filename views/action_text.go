@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
@@ -159,10 +161,45 @@ func entrySummary(e *record.Entry) string {
 // jsonIndented indents a JSON document for reading. Stored payloads escape
 // <, > and & as \u003c…; they are shown as the characters they are, since
 // templ escapes the text on output anyway. Numbers keep their digits.
+//
+// What it shows is bounded whatever was stored (documents from before the
+// ledger limited their shape, or read from elsewhere): a document nested
+// deeper than maxIndentDepth is shown compact, since indenting it costs the
+// square of its depth, and any text is cut at maxRenderedJSON bytes.
 func jsonIndented(raw json.RawMessage) string {
 	if len(raw) == 0 || string(raw) == "null" {
 		return ""
 	}
+	if depth, _ := services.JSONShape(raw); depth > maxIndentDepth {
+		var b bytes.Buffer
+		if json.Compact(&b, raw) != nil {
+			return boundedJSON(string(raw))
+		}
+		return boundedJSON(b.String())
+	}
+	return boundedJSON(indentJSON(raw))
+}
+
+// Bounds of one JSON block on a page.
+const (
+	maxIndentDepth  = 16
+	maxRenderedJSON = 256 << 10
+)
+
+// boundedJSON cuts s at maxRenderedJSON bytes (on a rune boundary) and says
+// how much was left out.
+func boundedJSON(s string) string {
+	if len(s) <= maxRenderedJSON {
+		return s
+	}
+	cut := maxRenderedJSON
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n… %d more bytes not shown; read the whole document from the API", len(s)-cut)
+}
+
+func indentJSON(raw json.RawMessage) string {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any

@@ -66,7 +66,7 @@ func (h *entriesHandler) submit(c echo.Context) error {
 	}
 	results, err := h.ledger.Submit(c.Request().Context(), principal(c), raws)
 	for _, r := range results {
-		h.metrics.entries.WithLabelValues(string(r.Type), string(r.Outcome)).Inc()
+		h.metrics.ObserveEntry(r.Type, r.Outcome)
 	}
 	if err != nil {
 		return err
@@ -107,7 +107,7 @@ func (h *entriesHandler) await(c echo.Context, r services.EntryResult, raws [][]
 		return r, err
 	}
 	for _, res := range results {
-		h.metrics.entries.WithLabelValues(string(res.Type), string(res.Outcome)).Inc()
+		h.metrics.ObserveEntry(res.Type, res.Outcome)
 	}
 	return results[0], nil
 }

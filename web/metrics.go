@@ -2,6 +2,8 @@ package web
 
 import (
 	"context"
+	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -182,5 +184,30 @@ func (m *Metrics) handler() echo.HandlerFunc {
 }
 
 func (m *Metrics) observe(route, method string, status int, d time.Duration) {
-	m.latency.WithLabelValues(route, method, strconv.Itoa(status)).Observe(d.Seconds())
+	m.latency.WithLabelValues(route, methodLabel(method), strconv.Itoa(status)).Observe(d.Seconds())
+}
+
+// Labels come from a fixed vocabulary, never from what a client sent, so a
+// client cannot add series: an entry type or a method Arbiter does not
+// know is counted as "other".
+
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return method
+	}
+	return "other"
+}
+
+// ObserveEntry counts one answered entry by its type and outcome.
+func (m *Metrics) ObserveEntry(typ record.EntryType, outcome record.Outcome) {
+	t := "other"
+	if slices.Contains(record.AgentEntryTypes, typ) {
+		t = string(typ)
+	}
+	o := "other"
+	if slices.Contains(record.Outcomes, outcome) {
+		o = string(outcome)
+	}
+	m.entries.WithLabelValues(t, o).Inc()
 }

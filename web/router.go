@@ -3,6 +3,7 @@ package web
 import (
 	"log/slog"
 	"slices"
+	"strings"
 
 	"github.com/arbiter-ledger/arbiter/services/accounts"
 	"github.com/arbiter-ledger/arbiter/services/policies"
@@ -53,7 +54,7 @@ func New(d Deps) *echo.Echo {
 		d.Log.Error("web: panic", "err", err, "stack", string(stack))
 		return err
 	}}))
-	e.Use(securityHeaders)
+	e.Use(securityHeaders(strings.HasPrefix(strings.ToLower(d.PublicURL), "https://")))
 
 	health := &healthHandler{store: d.Store}
 	e.GET("/healthz", health.healthz)
@@ -159,18 +160,23 @@ func New(d Deps) *echo.Echo {
 	return e
 }
 
-func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		h := c.Response().Header()
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("Cache-Control", "no-store")
-		h.Set("Content-Security-Policy", contentSecurityPolicy)
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Cross-Origin-Opener-Policy", "same-origin")
-		if c.Request().TLS != nil {
-			h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
+// securityHeaders sets the headers every answer carries. HSTS is sent on
+// TLS, and always when the public URL is https: TLS is then usually
+// terminated in front of Arbiter, which sees plain HTTP.
+func securityHeaders(httpsPublic bool) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			h := c.Response().Header()
+			h.Set("X-Content-Type-Options", "nosniff")
+			h.Set("Referrer-Policy", "no-referrer")
+			h.Set("Cache-Control", "no-store")
+			h.Set("Content-Security-Policy", contentSecurityPolicy)
+			h.Set("X-Frame-Options", "DENY")
+			h.Set("Cross-Origin-Opener-Policy", "same-origin")
+			if c.Request().TLS != nil || httpsPublic {
+				h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
+			}
+			return next(c)
 		}
-		return next(c)
 	}
 }

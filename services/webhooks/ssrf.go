@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"code.dny.dev/ssrf"
 	"github.com/arbiter-ledger/arbiter/services"
 )
 
@@ -58,22 +59,20 @@ func (p AddressPolicy) blocked(ip netip.Addr) string {
 	case ip.IsMulticast(), ip.IsInterfaceLocalMulticast():
 		return "multicast"
 	}
-	for _, pfx := range specialPrefixes {
-		if pfx.Contains(ip) {
-			return "reserved"
-		}
+	if guardian.SafeAddr(ip) != nil {
+		return "reserved"
 	}
 	return ""
 }
 
-var specialPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("100.64.0.0/10"), // carrier-grade NAT
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"), // benchmarking
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("64:ff9b::/96"), // NAT64 can reach IPv4 internals
-	netip.MustParsePrefix("fc00::/7"),
-}
+// guardian holds the special-purpose ranges of the IANA IPv4 and IPv6
+// registries (code.dny.dev/ssrf generates its lists from them), so that
+// ranges such as NAT64 (64:ff9b::/96, 64:ff9b:1::/48), 6to4 (2002::/16) or
+// IPv4-compatible addresses (::/96), which can reach internal IPv4
+// networks, are refused without a hand-kept list; IPv6 must be global
+// unicast. Ports are not its business here: receivers listen where they
+// like.
+var guardian = ssrf.New(ssrf.WithAnyPort(), ssrf.WithAnyNetwork())
 
 // ValidateWebhookURL checks an endpoint URL: http or https, a host, no
 // credentials, and every address the host resolves to allowed by p.
