@@ -422,3 +422,44 @@ func TestTwoWorkersLookUpOnce(t *testing.T) {
 		assert.Equal(t, []string{"intent", "timed_out", "lookup", "lookup_result", "reconciled"}, types)
 	})
 }
+
+// A lookup sees the downstream ids the ledger heard of: here attempt 1's
+// report, which came after an operator's retry had started attempt 2
+// (a stale outcome), when attempt 2 times out too.
+func TestWorkerLookupSeesTheExternalRefsTheLedgerHeardOf(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newEnv(t, st)
+		ctx := context.Background()
+		agent := e.agent("payments")
+		a := timedOut(t, e, agent, "refund:refs", "payments.refund", client.EffectKeyed, `{"order":"refs"}`)
+		_, err := e.operator("payments").Decide(ctx, a.ID, client.Decision{Decision: client.DecisionRetry, Reason: "retry it"})
+		require.NoError(t, err)
+		tool := "payments.refund"
+		res, err := agent.Submit(ctx, client.Entry{Key: "refund:refs", Type: client.TypeIntent, Tool: &tool,
+			Effect: client.Ptr(client.EffectKeyed), Params: json.RawMessage(`{"order":"refs"}`), Timeout: client.Ptr(1.0)})
+		require.NoError(t, err)
+		require.Equal(t, 2, res.AttemptNumber())
+		_, err = agent.Submit(ctx, client.Entry{Key: "refund:refs", Type: client.TypeSucceeded, Attempt: client.Ptr(1),
+			ExternalRef: client.Ptr("re_from_attempt_1")})
+		require.True(t, client.IsCode(err, "stale_attempt"), "%v", err)
+		require.Eventually(t, func() bool { return e.sweep() == 1 }, 5*time.Second, 100*time.Millisecond)
+
+		w := lookupWorker(agent, client.WorkerOptions{})
+		var asked []client.LookupRequest
+		w.HandleLookup(tool, func(ctx context.Context, q client.LookupRequest) (client.LookupAnswer, error) {
+			asked = append(asked, q)
+			return client.LookupAnswer{Answer: client.AnswerHappened, ExternalRef: q.ExternalRefs[0]}, nil
+		})
+		n, err := w.RunOnce(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+		require.Len(t, asked, 1)
+		assert.Equal(t, 2, asked[0].Attempt)
+		assert.Equal(t, []string{"re_from_attempt_1"}, asked[0].ExternalRefs)
+		after, err := agent.Action(ctx, a.ID)
+		require.NoError(t, err)
+		assert.Equal(t, client.StatusConfirmed, after.Status)
+		assert.Equal(t, "re_from_attempt_1", *after.ExternalRef)
+	})
+}
