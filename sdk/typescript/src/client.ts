@@ -1,0 +1,394 @@
+import { type Backoff, DEFAULT_BACKOFF } from "./backoff.js";
+import { ArbiterError, NetworkError, apiError } from "./errors.js";
+import { guard, type GuardFunc, type GuardSpec, type Outcome } from "./guard.js";
+import { ROUTES, type RouteName } from "./routes.js";
+import type {
+  Action,
+  ActionPage,
+  CallOptions,
+  Decision,
+  DecisionResult,
+  Delivery,
+  Entry,
+  EntryResult,
+  LedgerEntry,
+  ListOptions,
+  Policy,
+  PolicyInput,
+  PolicyTest,
+  PolicyTestResult,
+  Webhook,
+  WebhookInput,
+} from "./types.js";
+
+/** Configures a Client. */
+export interface ClientOptions {
+  /** Sends requests with this fetch instead of the global one (proxies, instrumentation). */
+  fetch?: typeof fetch;
+  /**
+   * Bounds each request (default 30 000 ms; 0: no bound besides the
+   * signal). A request that runs out of time counts as Arbiter being
+   * unavailable.
+   */
+  timeoutMs?: number;
+  /** Names the caller in the User-Agent header where the runtime allows it. */
+  userAgent?: string;
+  /** Where people open the dashboard, when it is not the API's base URL. Links in errors point there. */
+  dashboardUrl?: string;
+  /**
+   * How long guard() keeps retrying an outcome report while Arbiter cannot
+   * be reached (default 2 minutes). Past it the report is given up, and the
+   * action times out and waits for a person.
+   */
+  reportBudgetMs?: number;
+  /**
+   * The first and largest pause between retries of an outcome report, of an
+   * intent waiting for another attempt, and of the worker's tries (default
+   * 200 ms and 10 s), each drawn at random up to the exponential bound.
+   */
+  backoff?: Backoff;
+}
+
+const MAX_APPROVAL_WAIT_S = 60;
+
+/**
+ * Talks to one Arbiter server with one API key. Every method takes an
+ * optional AbortSignal (`{ signal }`) to give up; a signal that aborts
+ * rejects the call with the signal's reason.
+ */
+export class Client {
+  readonly baseUrl: string;
+  readonly dashboardUrl: string;
+  /** @internal */ readonly backoff: Backoff;
+  /** @internal */ readonly reportBudgetMs: number;
+  readonly #apiKey: string;
+  readonly #fetch: typeof fetch;
+  readonly #timeoutMs: number;
+  readonly #userAgent: string;
+
+  /** A client for the server at baseUrl (e.g. "http://127.0.0.1:8080") that authenticates with apiKey. */
+  constructor(baseUrl: string, apiKey: string, options: ClientOptions = {}) {
+    this.baseUrl = baseUrl.replace(/\/+$/, "");
+    this.#apiKey = apiKey;
+    this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+    this.#userAgent = options.userAgent ?? "arbiter-ts-client";
+    this.dashboardUrl = (options.dashboardUrl ?? this.baseUrl).replace(/\/+$/, "");
+    this.reportBudgetMs = options.reportBudgetMs ?? 120_000;
+    this.backoff = options.backoff ?? DEFAULT_BACKOFF;
+  }
+
+  /** The dashboard page of the action with the given id. */
+  actionUrl(id: string): string {
+    return `${this.dashboardUrl}/actions/${encodeURIComponent(id)}`;
+  }
+
+  /**
+   * Performs one side effect the safe way, as the ledger decides. See
+   * GuardSpec and the package README: intent first (fail closed when it
+   * cannot be recorded), the function only on proceed, heartbeats while
+   * it runs, the outcome reported until it lands.
+   */
+  guard(spec: GuardSpec, fn: GuardFunc, options: CallOptions = {}): Promise<Outcome> {
+    return guard(this, spec, fn, options.signal);
+  }
+
+  // Entries.
+
+  /**
+   * Sends one entry. Every outcome but rejected resolves, whatever the HTTP
+   * status (in_progress and held are answered 409). A rejected entry
+   * throws an ArbiterError (a KeyReusedError for key_reused) whose `result`
+   * is the ledger's answer.
+   */
+  async submit(entry: Entry, options: CallOptions = {}): Promise<EntryResult> {
+    const { status, body } = await this.send("submit", { body: entry, signal: options.signal });
+    return entryResult(status, body);
+  }
+
+  /**
+   * Sends one intent and, if it is held for approval, asks the server to
+   * hold the answer until the action is approved (proceed) or denied, for
+   * up to waitSeconds (at most 60; Prefer: wait). Any other answer comes at
+   * once, as from submit.
+   */
+  async submitWait(entry: Entry, waitSeconds: number, options: CallOptions = {}): Promise<EntryResult> {
+    const wait = Math.floor(Math.min(Math.max(waitSeconds, 0), MAX_APPROVAL_WAIT_S));
+    const { status, body } = await this.send("submitWait", {
+      body: entry,
+      signal: options.signal,
+      headers: { Prefer: `wait=${wait}` },
+      timeoutMs: this.#timeoutMs > 0 ? this.#timeoutMs + wait * 1000 : 0,
+    });
+    return entryResult(status, body);
+  }
+
+  /**
+   * Sends 1–500 entries in one request, applied in order and answered one
+   * result each. A rejected entry does not affect the others and does not
+   * throw here: check each result's outcome.
+   */
+  async submitBatch(entries: Entry[], options: CallOptions = {}): Promise<EntryResult[]> {
+    const out = await this.call<{ results: EntryResult[] }>("submitBatch", { body: { entries }, signal: options.signal });
+    if (out.results.length !== entries.length) {
+      throw new ArbiterError(200, "unexpected_answer", `${out.results.length} results for ${entries.length} entries`);
+    }
+    return out.results;
+  }
+
+  // Actions.
+
+  /** One page of actions matching the options, newest first. */
+  listActions(options: ListOptions & CallOptions = {}): Promise<ActionPage> {
+    return this.call("listActions", { query: listQuery(options), signal: options.signal });
+  }
+
+  /** The action for key, in the key's own namespace (admin keys name one). */
+  actionByKey(key: string, options: { namespace?: string } & CallOptions = {}): Promise<Action> {
+    const query = new URLSearchParams({ key });
+    if (options.namespace) query.set("namespace", options.namespace);
+    return this.call("actionByKey", { query, signal: options.signal });
+  }
+
+  /** The action with the given id. */
+  action(id: string, options: CallOptions = {}): Promise<Action> {
+    return this.call("action", { id, signal: options.signal });
+  }
+
+  /** The timeline of the action with the given id, oldest first. */
+  async entries(id: string, options: CallOptions = {}): Promise<LedgerEntry[]> {
+    return (await this.call<{ entries: LedgerEntry[] }>("entries", { id, signal: options.signal })).entries;
+  }
+
+  /** Takes an operator decision on the action (operator or admin key). */
+  decide(id: string, decision: Decision, options: CallOptions = {}): Promise<DecisionResult> {
+    return this.call("decide", { id, body: decision, signal: options.signal });
+  }
+
+  // Webhook endpoints (admin key).
+
+  createWebhook(input: WebhookInput, options: CallOptions = {}): Promise<Webhook> {
+    return this.call("createWebhook", { body: input, signal: options.signal });
+  }
+
+  async webhooks(options: CallOptions = {}): Promise<Webhook[]> {
+    return (await this.call<{ endpoints: Webhook[] }>("webhooks", { signal: options.signal })).endpoints;
+  }
+
+  webhook(id: string, options: CallOptions = {}): Promise<Webhook> {
+    return this.call("webhook", { id, signal: options.signal });
+  }
+
+  updateWebhook(id: string, input: WebhookInput, options: CallOptions = {}): Promise<Webhook> {
+    return this.call("updateWebhook", { id, body: input, signal: options.signal });
+  }
+
+  async deleteWebhook(id: string, options: CallOptions = {}): Promise<void> {
+    await this.call("deleteWebhook", { id, signal: options.signal });
+  }
+
+  /** A new secret, in `secret`; the old one keeps signing for a while. */
+  rotateWebhookSecret(id: string, options: CallOptions = {}): Promise<Webhook> {
+    return this.call("rotateWebhookSecret", { id, signal: options.signal });
+  }
+
+  /** Queues a webhook.test message to the endpoint. */
+  testWebhook(id: string, options: CallOptions = {}): Promise<Delivery> {
+    return this.call("testWebhook", { id, signal: options.signal });
+  }
+
+  /** The endpoint's latest deliveries, newest first. */
+  async webhookDeliveries(id: string, options: { limit?: number } & CallOptions = {}): Promise<Delivery[]> {
+    const query = options.limit ? new URLSearchParams({ limit: String(options.limit) }) : undefined;
+    return (await this.call<{ deliveries: Delivery[] }>("webhookDeliveries", { id, query, signal: options.signal }))
+      .deliveries;
+  }
+
+  /** Sends a delivery's message again, as a new delivery with the same webhook-id. */
+  redeliver(deliveryId: string, options: CallOptions = {}): Promise<Delivery> {
+    return this.call("redeliver", { id: deliveryId, signal: options.signal });
+  }
+
+  // Approval policies.
+
+  /** Adds a policy (admin key). */
+  createPolicy(input: PolicyInput, options: CallOptions = {}): Promise<Policy> {
+    return this.call("createPolicy", { body: input, signal: options.signal });
+  }
+
+  /** The policies the key may see, of one namespace if given. */
+  async policies(options: { namespace?: string } & CallOptions = {}): Promise<Policy[]> {
+    const query = options.namespace ? new URLSearchParams({ namespace: options.namespace }) : undefined;
+    return (await this.call<{ policies: Policy[] }>("policies", { query, signal: options.signal })).policies;
+  }
+
+  policy(id: string, options: CallOptions = {}): Promise<Policy> {
+    return this.call("policy", { id, signal: options.signal });
+  }
+
+  /** Changes the fields set, as a new version (admin key). */
+  updatePolicy(id: string, input: PolicyInput, options: CallOptions = {}): Promise<Policy> {
+    return this.call("updatePolicy", { id, body: input, signal: options.signal });
+  }
+
+  /** Stops a policy from applying; its versions stay readable (admin key). */
+  async deletePolicy(id: string, options: CallOptions = {}): Promise<void> {
+    await this.call("deletePolicy", { id, signal: options.signal });
+  }
+
+  /** Every version of a policy, oldest first. */
+  async policyVersions(id: string, options: CallOptions = {}): Promise<Policy[]> {
+    return (await this.call<{ versions: Policy[] }>("policyVersions", { id, signal: options.signal })).versions;
+  }
+
+  /** What a rule would have caught; nothing is written. */
+  testPolicy(input: PolicyTest, options: CallOptions = {}): Promise<PolicyTestResult> {
+    return this.call("testPolicy", { body: input, signal: options.signal });
+  }
+
+  // The service.
+
+  /** Resolves when the server process is up. */
+  async health(options: CallOptions = {}): Promise<void> {
+    await this.call("health", { signal: options.signal });
+  }
+
+  /** Resolves when the server can serve (database reachable, schema current); a 503 otherwise. */
+  async ready(options: CallOptions = {}): Promise<void> {
+    await this.call("ready", { signal: options.signal });
+  }
+
+  /** The server's Prometheus metrics, in the text format. */
+  async metrics(options: CallOptions = {}): Promise<string> {
+    return this.raw("metrics", options.signal);
+  }
+
+  /** The OpenAPI 3.1 document the server implements. */
+  async openapi(options: CallOptions = {}): Promise<Record<string, unknown>> {
+    return JSON.parse(await this.raw("openapi", options.signal)) as Record<string, unknown>;
+  }
+
+  // Plumbing.
+
+  /** Sends the request of a route and decodes a successful JSON answer; any other answer throws an ArbiterError. */
+  private async call<T>(name: RouteName, req: RequestParts = {}): Promise<T> {
+    const { status, body } = await this.send(name, req);
+    if (status < 200 || status > 299) throw answerError(status, body);
+    return (body === "" ? undefined : JSON.parse(body)) as T;
+  }
+
+  private async raw(name: RouteName, signal?: AbortSignal): Promise<string> {
+    const { status, body } = await this.send(name, { signal });
+    if (status < 200 || status > 299) throw answerError(status, body);
+    return body;
+  }
+
+  /**
+   * Performs the request of a route, as listed in ROUTES, and returns the
+   * status and body whatever the status. No answer is a NetworkError,
+   * unless the caller's signal aborted: then its reason.
+   */
+  private async send(name: RouteName, req: RequestParts): Promise<{ status: number; body: string }> {
+    const route = ROUTES[name];
+    let path: string = route.path;
+    if (path.includes("{id}")) {
+      if (!req.id) throw new ArbiterError(0, "invalid", `${name}: the id is empty`);
+      path = path.replace("{id}", encodeURIComponent(req.id));
+    }
+    let url = this.baseUrl + path;
+    const qs = req.query?.toString();
+    if (qs) url += "?" + qs;
+    const headers: Record<string, string> = { Accept: "application/json", "User-Agent": this.#userAgent };
+    if (req.body !== undefined) headers["Content-Type"] = "application/json";
+    if (this.#apiKey) headers["Authorization"] = `Bearer ${this.#apiKey}`;
+    Object.assign(headers, req.headers);
+
+    req.signal?.throwIfAborted();
+    const timeoutMs = req.timeoutMs ?? this.#timeoutMs;
+    const ctl = new AbortController();
+    const onAbort = () => ctl.abort(req.signal!.reason);
+    req.signal?.addEventListener("abort", onAbort, { once: true });
+    const timer = timeoutMs > 0 ? setTimeout(() => ctl.abort(new Error(`no answer within ${timeoutMs}ms`)), timeoutMs) : undefined;
+    try {
+      const res = await this.#fetch(url, {
+        method: route.method,
+        headers,
+        body: req.body === undefined ? undefined : JSON.stringify(req.body),
+        signal: ctl.signal,
+      });
+      return { status: res.status, body: await res.text() };
+    } catch (err) {
+      if (req.signal?.aborted) throw req.signal.reason;
+      throw new NetworkError(route.method, path, ctl.signal.aborted ? ctl.signal.reason : err);
+    } finally {
+      clearTimeout(timer);
+      req.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+}
+
+interface RequestParts {
+  id?: string;
+  query?: URLSearchParams | undefined;
+  body?: unknown;
+  headers?: Record<string, string>;
+  timeoutMs?: number;
+  signal?: AbortSignal | undefined;
+}
+
+function listQuery(o: ListOptions): URLSearchParams {
+  const q = new URLSearchParams();
+  if (o.status !== undefined) {
+    const s = Array.isArray(o.status) ? o.status : [o.status];
+    if (s.length > 0) q.set("status", s.join(","));
+  }
+  const set = (k: string, v: string | undefined) => {
+    if (v) q.set(k, v);
+  };
+  set("tool", o.tool);
+  set("agent", o.agent);
+  set("q", o.q);
+  set("namespace", o.namespace);
+  set("cursor", o.cursor);
+  if (o.since !== undefined) q.set("since", new Date(o.since).toISOString());
+  if (o.until !== undefined) q.set("until", new Date(o.until).toISOString());
+  if (o.limit) q.set("limit", String(o.limit));
+  return q;
+}
+
+/** Reads the answer to one entry. */
+function entryResult(status: number, body: string): EntryResult {
+  let r: EntryResult | undefined;
+  try {
+    r = JSON.parse(body) as EntryResult;
+  } catch {
+    r = undefined;
+  }
+  if (!r || typeof r !== "object" || !r.outcome) {
+    // Not an entry result: the request itself failed (401, 413, 503, …).
+    throw answerError(status, body);
+  }
+  if (r.outcome === "rejected") {
+    const e = r.error ?? { code: "unexpected_answer", message: "entry rejected without an error" };
+    throw apiError(status, e.code, e.message, r);
+  }
+  return r;
+}
+
+/**
+ * Reads the error body {"error": {"code", "message"}} of a non-2xx answer.
+ * An answer that is not Arbiter's (a proxy's HTML page) still becomes an
+ * ArbiterError, with the status and an excerpt of the body.
+ */
+function answerError(status: number, body: string): ArbiterError {
+  try {
+    const e = (JSON.parse(body) as { error?: { code?: string; message?: string } }).error;
+    if (e?.code) return apiError(status, e.code, e.message ?? "");
+  } catch {
+    // not JSON
+  }
+  const code = status === 502 || status === 503 || status === 504 ? "unavailable" : "unexpected_answer";
+  let msg = body.trim();
+  if (msg.length > 200) msg = msg.slice(0, 200) + "…";
+  return new ArbiterError(status, code, msg || `HTTP ${status}`);
+}

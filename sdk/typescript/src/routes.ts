@@ -1,0 +1,49 @@
+/** One operation of the HTTP API. */
+export interface Route {
+  method: "GET" | "POST" | "PATCH" | "DELETE";
+  /** With {id} for the one path parameter. */
+  path: string;
+}
+
+/**
+ * Maps each client method that calls the API to the operation it calls.
+ * Requests are built from this table only, and a test checks it against
+ * the OpenAPI document the server serves, so the client cannot silently
+ * fall out of step with the server.
+ */
+export const ROUTES = {
+  submit: { method: "POST", path: "/v1/entries" },
+  submitBatch: { method: "POST", path: "/v1/entries" },
+  submitWait: { method: "POST", path: "/v1/entries" },
+
+  listActions: { method: "GET", path: "/v1/actions" },
+  actionByKey: { method: "GET", path: "/v1/actions" },
+  action: { method: "GET", path: "/v1/actions/{id}" },
+  entries: { method: "GET", path: "/v1/actions/{id}/entries" },
+  decide: { method: "POST", path: "/v1/actions/{id}/decisions" },
+
+  createWebhook: { method: "POST", path: "/v1/webhooks" },
+  webhooks: { method: "GET", path: "/v1/webhooks" },
+  webhook: { method: "GET", path: "/v1/webhooks/{id}" },
+  updateWebhook: { method: "PATCH", path: "/v1/webhooks/{id}" },
+  deleteWebhook: { method: "DELETE", path: "/v1/webhooks/{id}" },
+  rotateWebhookSecret: { method: "POST", path: "/v1/webhooks/{id}/rotate-secret" },
+  testWebhook: { method: "POST", path: "/v1/webhooks/{id}/test" },
+  webhookDeliveries: { method: "GET", path: "/v1/webhooks/{id}/deliveries" },
+  redeliver: { method: "POST", path: "/v1/deliveries/{id}/redeliver" },
+
+  createPolicy: { method: "POST", path: "/v1/policies" },
+  policies: { method: "GET", path: "/v1/policies" },
+  policy: { method: "GET", path: "/v1/policies/{id}" },
+  updatePolicy: { method: "PATCH", path: "/v1/policies/{id}" },
+  deletePolicy: { method: "DELETE", path: "/v1/policies/{id}" },
+  policyVersions: { method: "GET", path: "/v1/policies/{id}/versions" },
+  testPolicy: { method: "POST", path: "/v1/policies/test" },
+
+  health: { method: "GET", path: "/healthz" },
+  ready: { method: "GET", path: "/readyz" },
+  metrics: { method: "GET", path: "/metrics" },
+  openapi: { method: "GET", path: "/v1/openapi.json" },
+} as const satisfies Record<string, Route>;
+
+export type RouteName = keyof typeof ROUTES;

@@ -1,0 +1,367 @@
+// The wire vocabulary of Arbiter, as web/openapi.json defines it. Times
+// are RFC 3339 strings, as the server sends them; JSON values stay as
+// parsed.
+
+/** Status of an action, in lifecycle order. */
+export type Status =
+  | "in_progress"
+  | "succeeded"
+  | "failed"
+  | "timed_out"
+  | "retry_requested"
+  | "confirmed"
+  | "compensation_requested"
+  | "compensated"
+  | "abandoned"
+  | "awaiting_approval"
+  | "approved"
+  | "denied";
+
+/**
+ * How safe a repeat of a tool call is: `keyed` (the downstream honours the
+ * key, so a retry with it is safe), `idempotent` (state-setting),
+ * `read_only`, or `unkeyed` (the downstream does not deduplicate; the
+ * default, the cautious one).
+ */
+export type Effect = "read_only" | "idempotent" | "keyed" | "unkeyed";
+
+/** Entry types an agent sends. */
+export type EntryType =
+  | "intent"
+  | "heartbeat"
+  | "succeeded"
+  | "failed"
+  | "compensated"
+  | "note"
+  | "lookup"
+  | "lookup_result"
+  | "compensation_failed";
+
+/** The ledger's answer to one entry. */
+export type Outcome =
+  | "proceed"
+  | "replay"
+  | "in_progress"
+  | "held"
+  | "compensate"
+  | "recorded"
+  | "duplicate"
+  | "rejected"
+  | "pending_approval"
+  | "denied";
+
+/** What a lookup found out about an attempt whose outcome was unknown. */
+export type Answer = "happened" | "not_happened" | "unknown";
+
+/** Every answer a lookup may give. */
+export const ANSWERS: readonly Answer[] = ["happened", "not_happened", "unknown"];
+
+/** How many lookups the ledger grants one attempt. */
+export const MAX_LOOKUPS = 3;
+
+/** Decisions an operator can take. */
+export type DecisionName =
+  | "confirm"
+  | "retry"
+  | "compensate"
+  | "mark_compensated"
+  | "abandon"
+  | "approve"
+  | "reject";
+
+/** JSON as it travels. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [k: string]: JsonValue };
+
+/**
+ * One ledger entry as an agent sends it. Which fields a type takes is in
+ * the OpenAPI document; the server rejects unknown combinations (invalid).
+ */
+export interface Entry {
+  key: string;
+  type: EntryType;
+  // Intents.
+  tool?: string;
+  effect?: Effect;
+  params?: Record<string, unknown>;
+  /** Lease in seconds (intents, heartbeats and lookups). */
+  timeout?: number;
+  reference?: string;
+  /** Hold a first intent until a person approves it. */
+  require_approval?: boolean;
+  /** How long the downstream honours the key, in seconds from the action's creation. */
+  key_ttl?: number;
+  // Every type.
+  agent?: string;
+  run_id?: string;
+  occurred_at?: string;
+  // Heartbeats, outcomes and lookups: the attempt they belong to.
+  attempt?: number;
+  result?: unknown;
+  external_ref?: string;
+  error?: string;
+  retriable?: boolean;
+  message?: string;
+  // Lookup results.
+  answer?: Answer;
+  evidence?: unknown;
+}
+
+/** An API error as the server describes it. */
+export interface ErrorDetail {
+  code: string;
+  message: string;
+}
+
+/** The ledger's answer to one entry. */
+export interface EntryResult {
+  key: string;
+  type: string;
+  outcome: Outcome;
+  attempt: number | null;
+  lease_until: string | null;
+  action: Action | null;
+  error: ErrorDetail | null;
+}
+
+/** Says who wrote a ledger entry. */
+export interface Actor {
+  kind: "agent" | "operator" | "system";
+  name: string;
+}
+
+/** One person's yes, or the rejection. */
+export interface ApprovalVote {
+  by: Actor;
+  at: string;
+  reason: string;
+}
+
+/** What an action held for approval needs and has. */
+export interface Approval {
+  required: number;
+  approvals: ApprovalVote[];
+  expires_at: string;
+  escalate_at: string | null;
+  policies: { id: string; name: string; version: number }[];
+  rejection: ApprovalVote | null;
+}
+
+/** One answered lookup, as the action keeps it for whoever decides next. */
+export interface LookupAnswerRecord {
+  attempt: number;
+  answer: Answer;
+  at: string;
+  by: Actor;
+  external_ref: string | null;
+  /** The start of the evidence the downstream gave, as compact JSON. */
+  said: string;
+}
+
+/**
+ * What an action carries about finding out what happened: key expiry,
+ * the lookups of its current attempt, and how its compensation went.
+ */
+export interface Reconciliation {
+  key_expires_at: string | null;
+  lookup_attempt: number;
+  lookups: number;
+  lookup_until: string | null;
+  last_lookup: LookupAnswerRecord | null;
+  compensation_failures: number;
+  compensation_error: string | null;
+  compensation_timed_out: boolean;
+}
+
+/** The authoritative record of one intended side effect. */
+export interface Action {
+  id: string;
+  namespace: string;
+  key: string;
+  tool: string;
+  effect: Effect;
+  status: Status;
+  attempt: number;
+  version: number;
+  lease_until: string | null;
+  reference: string | null;
+  agent: string | null;
+  params: Record<string, unknown>;
+  result: unknown;
+  external_ref: string | null;
+  created_at: string;
+  updated_at: string;
+  approval: Approval | null;
+  reconciliation: Reconciliation | null;
+}
+
+/** One immutable record of an action's timeline. */
+export interface LedgerEntry {
+  id: string;
+  seq: number;
+  type: string;
+  actor: Actor;
+  attempt: number | null;
+  payload: Record<string, unknown>;
+  occurred_at: string | null;
+  recorded_at: string;
+}
+
+/** One page of actions, newest first. */
+export interface ActionPage {
+  actions: Action[];
+  next_cursor: string | null;
+}
+
+/** An operator's resolution of an action. */
+export interface Decision {
+  decision: DecisionName;
+  /** Required, except for approve. */
+  reason?: string;
+  /** Refuses the decision (409 version_conflict) if the action changed since. */
+  expected_version?: number;
+  /** Required to retry an unkeyed action. */
+  acknowledge_duplicate_risk?: boolean;
+  /** Evidence for confirm. */
+  external_ref?: string;
+  result?: unknown;
+}
+
+/** The action after a decision and the entry recording it. */
+export interface DecisionResult {
+  action: Action;
+  entry: LedgerEntry;
+}
+
+/** An approval policy. */
+export interface Policy {
+  id: string;
+  namespace: string;
+  name: string;
+  tools: string[];
+  condition: string;
+  approvals_required: number;
+  expires_after: number;
+  escalate_after: number | null;
+  enabled: boolean;
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Creates a policy (name, namespace and tools required) or changes the fields set. */
+export interface PolicyInput {
+  name?: string;
+  namespace?: string;
+  tools?: string[];
+  condition?: string;
+  approvals_required?: number;
+  expires_after?: number;
+  escalate_after?: number;
+  enabled?: boolean;
+}
+
+/** Asks what a rule would have caught among the namespace's latest first intents. */
+export interface PolicyTest {
+  namespace: string;
+  tools: string[];
+  condition?: string;
+  limit?: number;
+}
+
+export interface PolicyTestResult {
+  examined: number;
+  matched: number;
+  sample: Action[];
+  errors?: number;
+}
+
+export type WebhookEventType =
+  | "action.timed_out"
+  | "action.decided"
+  | "action.key_reused"
+  | "action.stale_outcome"
+  | "action.late_result"
+  | "action.compensated"
+  | "action.failed"
+  | "action.approval_requested"
+  | "action.approved"
+  | "action.approval_escalated"
+  | "action.approval_expired"
+  | "action.reconciled"
+  | "webhook.test";
+
+/** An endpoint that receives alerts. `secret` is set only on creation and rotation. */
+export interface Webhook {
+  id: string;
+  url: string;
+  event_types: WebhookEventType[];
+  namespaces: string[];
+  format: "standard" | "slack";
+  description: string;
+  enabled: boolean;
+  disabled_reason: string | null;
+  failing_since: string | null;
+  created_at: string;
+  updated_at: string;
+  secret?: string;
+}
+
+export interface WebhookInput {
+  url?: string;
+  event_types?: WebhookEventType[];
+  /** Empty: every namespace. */
+  namespaces?: string[];
+  format?: "standard" | "slack";
+  description?: string;
+  enabled?: boolean;
+}
+
+export interface DeliveryAttempt {
+  attempted_at: string;
+  status_code: number | null;
+  latency_ms: number;
+  response_excerpt: string;
+  error: string | null;
+}
+
+/** One alert message on its way to one endpoint. */
+export interface Delivery {
+  id: string;
+  message_id: string;
+  webhook_id: string;
+  endpoint_id: string;
+  event_type: WebhookEventType;
+  action_id: string | null;
+  state: "pending" | "succeeded" | "failed";
+  attempt_count: number;
+  next_attempt_at: string | null;
+  last_status: number | null;
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+  attempts: DeliveryAttempt[];
+}
+
+/** Filters a list of actions; absent fields match everything. */
+export interface ListOptions {
+  status?: Status | Status[];
+  tool?: string;
+  agent?: string;
+  /** Created at or after. */
+  since?: Date | string;
+  /** Created before. */
+  until?: Date | string;
+  /** A key or a reference, exactly. */
+  q?: string;
+  /** For admin keys; other keys see their own namespace only. */
+  namespace?: string;
+  /** 1–500, default 50. */
+  limit?: number;
+  /** `next_cursor` of the previous page. */
+  cursor?: string;
+}
+
+/** Every call takes an AbortSignal to give up. */
+export interface CallOptions {
+  signal?: AbortSignal;
+}
