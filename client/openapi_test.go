@@ -116,6 +116,7 @@ func TestMethodsSendTheirRoute(t *testing.T) {
 		"Action":        func() error { _, err := c.Action(ctx, id); return err },
 		"Entries":       func() error { _, err := c.Entries(ctx, id); return err },
 		"Decide":        func() error { _, err := c.Decide(ctx, id, Decision{}); return err },
+		"DecideMany":    func() error { _, err := c.DecideMany(ctx, BulkDecision{}); return err },
 		"CreateWebhook": func() error { _, err := c.CreateWebhook(ctx, WebhookInput{}); return err },
 		"Webhooks":      func() error { _, err := c.Webhooks(ctx); return err },
 		"Webhook":       func() error { _, err := c.Webhook(ctx, id); return err },

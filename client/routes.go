@@ -23,6 +23,7 @@ var routes = map[string]route{
 	"Action":        {http.MethodGet, "/v1/actions/{id}"},
 	"Entries":       {http.MethodGet, "/v1/actions/{id}/entries"},
 	"Decide":        {http.MethodPost, "/v1/actions/{id}/decisions"},
+	"DecideMany":    {http.MethodPost, "/v1/decisions"},
 
 	"CreateWebhook":       {http.MethodPost, "/v1/webhooks"},
 	"Webhooks":            {http.MethodGet, "/v1/webhooks"},

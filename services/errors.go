@@ -49,6 +49,9 @@ const (
 	CodeMethodNotAllowed            = "method_not_allowed"
 	// CodeTooManyAttempts answers a throttled sign-in.
 	CodeTooManyAttempts = "too_many_attempts"
+	// CodeTooManyMatched refuses a bulk decision allowed on more actions
+	// than its max_count, or a filter matching more than MaxBulkExamined.
+	CodeTooManyMatched = "too_many_matched"
 )
 
 // Sentinels for errors.Is.

@@ -31,6 +31,7 @@ var statusOf = map[string]int{
 	services.CodeAlreadyApproved:             http.StatusConflict,
 	services.CodeInvalidPolicy:               http.StatusBadRequest,
 	services.CodeConflict:                    http.StatusConflict,
+	services.CodeTooManyMatched:              http.StatusConflict,
 	services.CodeUnavailable:                 http.StatusServiceUnavailable,
 	services.CodeInternal:                    http.StatusInternalServerError,
 }

@@ -73,6 +73,8 @@ func New(d Deps) *echo.Echo {
 	api.GET("/actions/:id", actions.get, key)
 	api.GET("/actions/:id/entries", actions.entries, key)
 	api.POST("/actions/:id/decisions", actions.decide, key)
+	bulk := &decisionsHandler{ledger: d.Ledger}
+	api.POST("/decisions", bulk.decideMany, key)
 	if d.Policies != nil {
 		pol := &policiesHandler{policies: d.Policies}
 		api.POST("/policies", pol.create, key)

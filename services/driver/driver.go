@@ -192,6 +192,7 @@ type ActionListParams struct {
 	Since     *time.Time // created at or after
 	Until     *time.Time // created before
 	Search    string     // key or reference, exact
+	IDs       []string   // only these actions (well-formed ids)
 	BeforeID  string     // keyset: ids below this one
 	Limit     int
 }

@@ -290,6 +290,14 @@ func TestListTriageAndPrune(t *testing.T) {
 		found, err := ex.ActionList(ctx, &driver.ActionListParams{Search: "done", Limit: 10})
 		require.NoError(t, err)
 		require.Equal(t, []string{"done"}, keys(found))
+		byIDs, err := ex.ActionList(ctx, &driver.ActionListParams{IDs: []string{chs[0].Next.ID, chs[1].Next.ID,
+			chs[3].Next.ID, driver.NewID()}, Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, []string{"elsewhere", "late", "run"}, keys(byIDs), "the ids that exist, newest first")
+		byIDs, err = ex.ActionList(ctx, &driver.ActionListParams{Namespace: "ns", Statuses: []record.Status{record.StatusTimedOut},
+			IDs: []string{chs[0].Next.ID, chs[1].Next.ID, chs[3].Next.ID}, Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, []string{"late"}, keys(byIDs), "ids narrowed by the other criteria")
 
 		p := &driver.TriageParams{Namespace: "ns", Statuses: []record.Status{record.StatusTimedOut}, Limit: 10,
 			AlertTypes: []record.EntryType{record.TypeKeyReused}, Since: t0.Add(-time.Hour)}

@@ -77,6 +77,14 @@ func (e *executor) ActionList(ctx context.Context, p *driver.ActionListParams) (
 	if p.Search != "" {
 		add("(key = ? OR reference = ?)", p.Search, p.Search)
 	}
+	if len(p.IDs) > 0 {
+		ph := make([]string, len(p.IDs))
+		for i, id := range p.IDs {
+			ph[i] = "?"
+			args = append(args, id)
+		}
+		where = append(where, "id IN ("+strings.Join(ph, ", ")+")")
+	}
 	if p.BeforeID != "" {
 		add("id < ?", p.BeforeID)
 	}
