@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -321,7 +322,7 @@ func TestGuardCompensationLease(t *testing.T) {
 		c := e.agent("payments")
 		ctx := context.Background()
 		spec := refundSpec("lease", 10)
-		spec.Timeout = time.Second
+		spec.Timeout = 2 * time.Second
 		out, err := c.Guard(ctx, spec, counted(new(atomic.Int32)))
 		require.NoError(t, err)
 		_, err = e.operator("payments").Decide(ctx, out.Action.ID, client.Decision{Decision: client.DecisionCompensate, Reason: "wrong order"})
@@ -369,6 +370,9 @@ func TestGuardCompensationLease(t *testing.T) {
 		assert.Zero(t, n)
 		assert.Equal(t, int32(1), undos.Load())
 		types, _ := timeline(t, c, spec.Key)
+		// On a busy machine the compensation may live long enough for a
+		// heartbeat: it extends the compensation's lease like an attempt's.
+		types = slices.DeleteFunc(types, func(typ string) bool { return typ == "heartbeat" })
 		assert.Equal(t, []string{"intent", "succeeded", "decision", "intent", "compensation_timed_out"}, types)
 	})
 }
