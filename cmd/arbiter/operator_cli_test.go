@@ -233,10 +233,10 @@ func TestOperatorCLI(t *testing.T) {
 			args []string
 			want string
 		}{
-			{op, []string{"decide", email.ID, "undo", "--reason", "x"}, `<decision> must be one of "confirm","retry","compensate","mark_compensated","abandon","approve","reject" but got "undo"`},
+			{op, []string{"decide", email.ID, "undo", "--reason", "x"}, `unknown decision "undo": use one of confirm, retry, compensate, mark_compensated, abandon, approve, reject`},
 			{op, []string{"decide", email.ID, "abandon"}, "--reason must say why"},
 			{op, []string{"decide", email.ID, "abandon", "--reason", "  "}, "--reason must say why"},
-			{op, []string{"decide", email.ID, "--reason", "x"}, "expected \"<decision>\""},
+			{op, []string{"decide", email.ID, "--reason", "x"}, "name the action and the decision: `arbiter decide ID DECISION --reason …`"},
 			{op, []string{"decide", email.ID, "confirm", "--reason", "x", "--result", "{"}, "--result is not valid JSON"},
 			{op, []string{"decide", email.ID, "abandon", "--reason", "x", "--expected-version", "two"}, "--expected-version"},
 			{op, []string{"actions", "list", "--since", "yesterday"}, "--since \"yesterday\": give an RFC 3339 time"},
