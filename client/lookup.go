@@ -87,7 +87,9 @@ const lookupErrorSaid = `{"lookup_error":`
 // The worker then also polls for timed-out actions of the tool and looks
 // each attempt up before a person has to decide: see LookupFunc. When the
 // answer makes the ledger request a retry, the worker runs it at once with
-// the handler registered by Handle. Register before Run.
+// the handler registered by Handle. Lookups take their turn with the
+// worker's other work, each for at most WorkerOptions.LookupTimeout.
+// Register before Run.
 func (w *Worker) HandleLookup(tool string, lookup LookupFunc) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
