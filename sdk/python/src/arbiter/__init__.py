@@ -1,0 +1,77 @@
+"""Arbiter's Python SDK: record the intent of a side effect before it
+happens, run it only when the ledger says so, and report what came of it.
+
+    import arbiter
+
+    @arbiter.guard(tool="payments.refund", effect="keyed",
+                   key=lambda order_id, **_: arbiter.key("refund", order_id))
+    def refund(order_id: str, amount: int, attempt: arbiter.Attempt):
+        r = psp.refund(order_id, amount, idempotency_key=attempt.key)
+        return arbiter.Done(r, external_ref=r["id"])
+
+Standard library only. The same semantics as the Go SDK (client/), shared
+through sdk/vectors.json.
+"""
+
+from .aio import AsyncClient
+from .backoff import Backoff
+from .client import MAX_APPROVAL_WAIT, Client
+from .errors import (
+    APIError,
+    ArbiterError,
+    Compensated,
+    CompensationRequestedError,
+    DeniedError,
+    FinishedError,
+    HeldError,
+    InProgressError,
+    KeyReusedError,
+    LeaseLostError,
+    NetworkError,
+    OutcomeUnknownError,
+    PendingApprovalError,
+    Replayed,
+    ReportError,
+    Retriable,
+    Unknown,
+    UnreachableError,
+    is_unavailable,
+)
+from .execute import Attempt, Done, Outcome, Spec
+from .guard import Guard, configure, default_client, guard
+from .key import MAX_KEY_BYTES, key
+from .lookup import LookupRequest, LookupResult
+from .types import (
+    Action,
+    ActionPage,
+    Actor,
+    Approval,
+    ApprovalPolicy,
+    ApprovalVote,
+    DecisionResult,
+    Delivery,
+    DeliveryAttempt,
+    Entry,
+    EntryResult,
+    ErrorDetail,
+    LedgerEntry,
+    LookupAnswer,
+    Policy,
+    PolicyTestResult,
+    Reconciliation,
+    Webhook,
+)
+from .worker import Worker
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "APIError", "Action", "ActionPage", "Actor", "Approval", "ApprovalPolicy", "ApprovalVote", "ArbiterError",
+    "AsyncClient", "Attempt", "Backoff", "Client", "Compensated", "CompensationRequestedError", "DecisionResult",
+    "Delivery", "DeliveryAttempt", "DeniedError", "Done", "Entry", "EntryResult", "ErrorDetail", "FinishedError",
+    "Guard", "HeldError", "InProgressError", "KeyReusedError", "LeaseLostError", "LedgerEntry", "LookupAnswer",
+    "LookupRequest", "LookupResult", "MAX_APPROVAL_WAIT", "MAX_KEY_BYTES", "NetworkError", "Outcome",
+    "OutcomeUnknownError", "PendingApprovalError", "Policy", "PolicyTestResult", "Reconciliation", "Replayed",
+    "ReportError", "Retriable", "Spec", "Unknown", "UnreachableError", "Webhook", "Worker", "configure",
+    "default_client", "guard", "is_unavailable", "key",
+]

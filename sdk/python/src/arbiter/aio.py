@@ -1,0 +1,135 @@
+"""The async API: the same client for asyncio code, never blocking the
+event loop (each request runs in a thread with asyncio.to_thread). Guards
+work in async code as they are: ``@arbiter.guard(...)`` on an ``async def``,
+and ``async with arbiter.guard(...)``."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from typing import Any, Awaitable, Callable, Dict, Iterable, List, Optional, Sequence, Union
+
+from .client import Client
+from .execute import Attempt, Outcome, Spec
+from .guard import Guard, arun
+from .types import (
+    Action,
+    ActionPage,
+    DecisionResult,
+    Delivery,
+    Entry,
+    EntryResult,
+    LedgerEntry,
+    Policy,
+    PolicyTestResult,
+    Webhook,
+)
+
+__all__ = ["AsyncClient"]
+
+
+class AsyncClient:
+    """Client for asyncio: every method of Client, awaitable. ``sync`` is
+    the Client underneath (the same options)."""
+
+    def __init__(self, base_url: str, api_key: str, **options: Any) -> None:
+        self.sync = Client(base_url, api_key, **options)
+
+    @classmethod
+    def from_env(cls, **options: Any) -> "AsyncClient":
+        c = cls.__new__(cls)
+        c.sync = Client.from_env(**options)
+        return c
+
+    def guard(self, **spec: Any) -> Guard:
+        """A guard on this client, for ``async with`` or an ``async def``."""
+        return Guard(client=self.sync, **spec)
+
+    async def run(self, spec: Spec, fn: Callable[[Attempt], Awaitable[Any]]) -> Outcome:
+        """Client.run for a coroutine function, run on the event loop."""
+        return await arun(self.sync, spec, fn)
+
+    async def submit(self, entry: Entry) -> EntryResult:
+        return await asyncio.to_thread(self.sync.submit, entry)
+
+    async def submit_batch(self, entries: Sequence[Entry]) -> List[EntryResult]:
+        return await asyncio.to_thread(self.sync.submit_batch, entries)
+
+    async def submit_wait(self, entry: Entry, wait: float) -> EntryResult:
+        return await asyncio.to_thread(self.sync.submit_wait, entry, wait)
+
+    async def list_actions(self, *, status: Union[str, Iterable[str], None] = None, tool: str = "", agent: str = "", since: Optional[datetime] = None, until: Optional[datetime] = None, q: str = "", namespace: str = "", limit: int = 0, cursor: str = "") -> ActionPage:
+        return await asyncio.to_thread(self.sync.list_actions, status=status, tool=tool, agent=agent, since=since, until=until, q=q, namespace=namespace, limit=limit, cursor=cursor)
+
+    async def action_by_key(self, key: str, namespace: str = "") -> Action:
+        return await asyncio.to_thread(self.sync.action_by_key, key, namespace=namespace)
+
+    async def action(self, id: str) -> Action:
+        return await asyncio.to_thread(self.sync.action, id)
+
+    async def entries(self, id: str) -> List[LedgerEntry]:
+        return await asyncio.to_thread(self.sync.entries, id)
+
+    async def decide(self, id: str, decision: str, reason: str = "", *, expected_version: Optional[int] = None, acknowledge_duplicate_risk: bool = False, external_ref: Optional[str] = None, result: Any = None) -> DecisionResult:
+        return await asyncio.to_thread(self.sync.decide, id, decision, reason=reason, expected_version=expected_version, acknowledge_duplicate_risk=acknowledge_duplicate_risk, external_ref=external_ref, result=result)
+
+    async def create_webhook(self, url: str, event_types: Sequence[str], *, namespaces: Optional[Sequence[str]] = None, format: str = "", description: str = "") -> Webhook:
+        return await asyncio.to_thread(self.sync.create_webhook, url, event_types, namespaces=namespaces, format=format, description=description)
+
+    async def webhooks(self) -> List[Webhook]:
+        return await asyncio.to_thread(self.sync.webhooks)
+
+    async def webhook(self, id: str) -> Webhook:
+        return await asyncio.to_thread(self.sync.webhook, id)
+
+    async def update_webhook(self, id: str, *, url: Optional[str] = None, event_types: Optional[Sequence[str]] = None, namespaces: Optional[Sequence[str]] = None, format: Optional[str] = None, description: Optional[str] = None, enabled: Optional[bool] = None) -> Webhook:
+        return await asyncio.to_thread(self.sync.update_webhook, id, url=url, event_types=event_types, namespaces=namespaces, format=format, description=description, enabled=enabled)
+
+    async def delete_webhook(self, id: str) -> None:
+        return await asyncio.to_thread(self.sync.delete_webhook, id)
+
+    async def rotate_webhook_secret(self, id: str) -> Webhook:
+        return await asyncio.to_thread(self.sync.rotate_webhook_secret, id)
+
+    async def test_webhook(self, id: str) -> Delivery:
+        return await asyncio.to_thread(self.sync.test_webhook, id)
+
+    async def webhook_deliveries(self, id: str, limit: int = 0) -> List[Delivery]:
+        return await asyncio.to_thread(self.sync.webhook_deliveries, id, limit=limit)
+
+    async def redeliver(self, delivery_id: str) -> Delivery:
+        return await asyncio.to_thread(self.sync.redeliver, delivery_id)
+
+    async def create_policy(self, name: str, namespace: str, tools: Sequence[str], *, condition: Optional[str] = None, approvals_required: Optional[int] = None, expires_after: Optional[int] = None, escalate_after: Optional[int] = None, enabled: Optional[bool] = None) -> Policy:
+        return await asyncio.to_thread(self.sync.create_policy, name, namespace, tools, condition=condition, approvals_required=approvals_required, expires_after=expires_after, escalate_after=escalate_after, enabled=enabled)
+
+    async def policies(self, namespace: str = "") -> List[Policy]:
+        return await asyncio.to_thread(self.sync.policies, namespace=namespace)
+
+    async def policy(self, id: str) -> Policy:
+        return await asyncio.to_thread(self.sync.policy, id)
+
+    async def update_policy(self, id: str, *, name: Optional[str] = None, tools: Optional[Sequence[str]] = None, condition: Optional[str] = None, approvals_required: Optional[int] = None, expires_after: Optional[int] = None, escalate_after: Optional[int] = None, enabled: Optional[bool] = None) -> Policy:
+        return await asyncio.to_thread(self.sync.update_policy, id, name=name, tools=tools, condition=condition, approvals_required=approvals_required, expires_after=expires_after, escalate_after=escalate_after, enabled=enabled)
+
+    async def delete_policy(self, id: str) -> None:
+        return await asyncio.to_thread(self.sync.delete_policy, id)
+
+    async def policy_versions(self, id: str) -> List[Policy]:
+        return await asyncio.to_thread(self.sync.policy_versions, id)
+
+    async def test_policy(self, namespace: str, tools: Sequence[str], condition: str = "", limit: int = 0) -> PolicyTestResult:
+        return await asyncio.to_thread(self.sync.test_policy, namespace, tools, condition=condition, limit=limit)
+
+    async def health(self) -> None:
+        return await asyncio.to_thread(self.sync.health)
+
+    async def ready(self) -> None:
+        return await asyncio.to_thread(self.sync.ready)
+
+    async def metrics(self) -> str:
+        return await asyncio.to_thread(self.sync.metrics)
+
+    async def openapi(self) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.openapi)
+

@@ -1,0 +1,413 @@
+"""The client: one method per route of the HTTP API, over urllib."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import datetime
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+
+from . import execute as _execute
+from . import guard as _guard
+from .backoff import Backoff
+from .errors import APIError, NetworkError, answer_error, api_error
+from .routes import ROUTES
+from .types import (
+    Action,
+    ActionPage,
+    DecisionResult,
+    Delivery,
+    Entry,
+    EntryResult,
+    LedgerEntry,
+    Policy,
+    PolicyTestResult,
+    Webhook,
+    decode,
+    format_time,
+)
+
+__all__ = ["Client", "MAX_APPROVAL_WAIT"]
+
+MAX_APPROVAL_WAIT = 60  # seconds: the longest one request may wait for a decision
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Client:
+    """Talks to one Arbiter server with one API key. Safe to share between
+    threads.
+
+    ``timeout`` bounds each request in seconds (a request that runs out of
+    time counts as Arbiter being unavailable). ``report_budget`` bounds how
+    long an outcome report is retried while Arbiter cannot be reached; past
+    it the report is given up, and the action times out and waits for an
+    operator. ``backoff`` paces those retries (full jitter). Links in errors
+    such as HeldError point to ``dashboard_url`` (default: base_url).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout: float = 30.0,
+        report_budget: float = 120.0,
+        backoff: Backoff = Backoff(),
+        dashboard_url: Optional[str] = None,
+        user_agent: str = "arbiter-python-client",
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.timeout = timeout
+        self.report_budget = report_budget
+        self.backoff = backoff
+        self.dashboard_url = (dashboard_url or self.base_url).rstrip("/")
+        self.user_agent = user_agent
+        self._opener = urllib.request.build_opener()
+
+    @classmethod
+    def from_env(cls, **kwargs: Any) -> "Client":
+        """A client for ARBITER_URL (default http://127.0.0.1:8080) with the
+        key in ARBITER_API_KEY."""
+        return cls(os.environ.get("ARBITER_URL", "http://127.0.0.1:8080"), os.environ.get("ARBITER_API_KEY", ""), **kwargs)
+
+    def action_url(self, action_id: str) -> str:
+        """The dashboard page of the action."""
+        return f"{self.dashboard_url}/actions/{urllib.parse.quote(action_id, safe='')}"
+
+    # --- guarded calls (see guard.py) ---
+
+    def guard(self, **spec: Any) -> _guard.Guard:
+        """A guard on this client: a decorator and a context manager. See
+        arbiter.guard for the arguments."""
+        return _guard.Guard(client=self, **spec)
+
+    def run(self, spec: _execute.Spec, fn: Callable[[_execute.Attempt], Any]) -> _execute.Outcome:
+        """Performs one side effect the safe way, as the ledger decides, and
+        returns what it came to: the core of guard, as Go's Client.Guard
+        (see arbiter.execute.run)."""
+        return _execute.run(self, spec, fn)
+
+    # --- transport ---
+
+    def _send(
+        self,
+        name: str,
+        id: str = "",
+        query: Optional[Mapping[str, str]] = None,
+        body: Any = None,
+        headers: Optional[Mapping[str, str]] = None,
+        timeout: Optional[float] = None,
+    ) -> Tuple[int, bytes]:
+        method, path = ROUTES[name]
+        if "{id}" in path:
+            if not id:
+                raise APIError("invalid", f"{name}: the id is empty")
+            path = path.replace("{id}", urllib.parse.quote(id, safe=""))
+        url = self.base_url + path
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        data = None
+        req_headers = {"Accept": "application/json", "User-Agent": self.user_agent}
+        if body is not None:
+            data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+            req_headers["Content-Type"] = "application/json"
+        if self.api_key:
+            req_headers["Authorization"] = "Bearer " + self.api_key
+        req_headers.update(headers or {})
+        req = urllib.request.Request(url, data=data, method=method, headers=req_headers)
+        t = self.timeout if timeout is None else timeout
+        try:
+            with self._opener.open(req, timeout=t if t > 0 else None) as res:
+                return res.status, res.read()
+        except urllib.error.HTTPError as e:
+            try:
+                raw = e.read()
+            except (OSError, http.client.HTTPException) as read_err:
+                raise NetworkError(method, path, read_err) from read_err
+            finally:
+                e.close()
+            return e.code, raw
+        except (OSError, http.client.HTTPException) as e:  # URLError, timeouts, resets
+            raise NetworkError(method, path, e) from e
+
+    def _call(self, name: str, id: str = "", query: Optional[Mapping[str, str]] = None, body: Any = None) -> Any:
+        status, raw = self._send(name, id, query, body)
+        if not 200 <= status <= 299:
+            raise answer_error(status, raw)
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError as e:
+            raise APIError("unexpected_answer", f"{name}: the answer is not JSON: {e}", status) from e
+
+    # --- entries ---
+
+    def submit(self, entry: Entry) -> EntryResult:
+        """Sends one entry. Every outcome but rejected is returned, whatever
+        the HTTP status (in_progress and held are answered 409). A rejected
+        entry raises APIError (KeyReusedError for key_reused) whose
+        ``result`` is the answer; a failed request raises NetworkError or
+        APIError."""
+        return self._submit(entry)
+
+    def _submit(self, entry: Entry, timeout: Optional[float] = None) -> EntryResult:
+        status, raw = self._send("submit", body=entry.to_json(), timeout=timeout)
+        return _entry_result(status, raw)
+
+    def submit_wait(self, entry: Entry, wait: float) -> EntryResult:
+        """Sends one intent and, if it is held for approval, asks the server
+        to hold the answer until the action is approved (proceed) or denied
+        (denied), for up to wait seconds (at most 60). Any other answer
+        comes at once, as from submit."""
+        n = int(min(max(wait, 0), MAX_APPROVAL_WAIT))
+        timeout = self.timeout + n if self.timeout > 0 else 0
+        status, raw = self._send("submit_wait", body=entry.to_json(), headers={"Prefer": f"wait={n}"}, timeout=timeout)
+        return _entry_result(status, raw)
+
+    def submit_batch(self, entries: Sequence[Entry]) -> List[EntryResult]:
+        """Sends 1–500 entries in one request, applied in order, answered
+        one EntryResult each. A rejected entry does not affect the others and
+        does not raise here: check each result's outcome."""
+        out = self._call("submit_batch", body={"entries": [e.to_json() for e in entries]})
+        results = [decode(EntryResult, r) for r in out.get("results", [])]
+        if len(results) != len(entries):
+            raise APIError("unexpected_answer", f"{len(results)} results for {len(entries)} entries")
+        return results
+
+    # --- actions ---
+
+    def list_actions(
+        self,
+        *,
+        status: Union[str, Iterable[str], None] = None,
+        tool: str = "",
+        agent: str = "",
+        since: Optional[datetime] = None,
+        until: Optional[datetime] = None,
+        q: str = "",
+        namespace: str = "",
+        limit: int = 0,
+        cursor: str = "",
+    ) -> ActionPage:
+        """One page of actions matching the filters, newest first."""
+        query: Dict[str, str] = {}
+        if status:
+            query["status"] = status if isinstance(status, str) else ",".join(status)
+        for k, v in (("tool", tool), ("agent", agent), ("q", q), ("namespace", namespace), ("cursor", cursor)):
+            if v:
+                query[k] = v
+        if since is not None:
+            query["since"] = format_time(since)
+        if until is not None:
+            query["until"] = format_time(until)
+        if limit:
+            query["limit"] = str(limit)
+        return decode(ActionPage, self._call("list_actions", query=query))
+
+    def action(self, id: str) -> Action:
+        return decode(Action, self._call("action", id))
+
+    def action_by_key(self, key: str, namespace: str = "") -> Action:
+        """The action for key in the API key's namespace (admin keys name
+        the namespace)."""
+        query = {"key": key}
+        if namespace:
+            query["namespace"] = namespace
+        return decode(Action, self._call("action_by_key", query=query))
+
+    def entries(self, id: str) -> List[LedgerEntry]:
+        """The action's timeline, oldest first."""
+        return [decode(LedgerEntry, e) for e in self._call("entries", id)["entries"]]
+
+    def decide(
+        self,
+        id: str,
+        decision: str,
+        reason: str = "",
+        *,
+        expected_version: Optional[int] = None,
+        acknowledge_duplicate_risk: bool = False,
+        external_ref: Optional[str] = None,
+        result: Any = None,
+    ) -> DecisionResult:
+        """An operator decision on the action (operator or admin key)."""
+        body: Dict[str, Any] = {"decision": decision, "reason": reason}
+        if expected_version is not None:
+            body["expected_version"] = expected_version
+        if acknowledge_duplicate_risk:
+            body["acknowledge_duplicate_risk"] = True
+        if external_ref is not None:
+            body["external_ref"] = external_ref
+        if result is not None:
+            body["result"] = result
+        return decode(DecisionResult, self._call("decide", id, body=body))
+
+    # --- webhooks (admin) ---
+
+    def create_webhook(
+        self,
+        url: str,
+        event_types: Sequence[str],
+        *,
+        namespaces: Optional[Sequence[str]] = None,
+        format: str = "",
+        description: str = "",
+    ) -> Webhook:
+        body: Dict[str, Any] = {"url": url, "event_types": list(event_types)}
+        if namespaces is not None:
+            body["namespaces"] = list(namespaces)
+        if format:
+            body["format"] = format
+        if description:
+            body["description"] = description
+        return decode(Webhook, self._call("create_webhook", body=body))
+
+    def webhooks(self) -> List[Webhook]:
+        return [decode(Webhook, w) for w in self._call("webhooks")["endpoints"]]
+
+    def webhook(self, id: str) -> Webhook:
+        return decode(Webhook, self._call("webhook", id))
+
+    def update_webhook(
+        self,
+        id: str,
+        *,
+        url: Optional[str] = None,
+        event_types: Optional[Sequence[str]] = None,
+        namespaces: Optional[Sequence[str]] = None,
+        format: Optional[str] = None,
+        description: Optional[str] = None,
+        enabled: Optional[bool] = None,
+    ) -> Webhook:
+        """Changes the fields that are given (not None)."""
+        body = _given(url=url, event_types=_list(event_types), namespaces=_list(namespaces), format=format,
+                      description=description, enabled=enabled)
+        return decode(Webhook, self._call("update_webhook", id, body=body))
+
+    def delete_webhook(self, id: str) -> None:
+        self._call("delete_webhook", id)
+
+    def rotate_webhook_secret(self, id: str) -> Webhook:
+        return decode(Webhook, self._call("rotate_webhook_secret", id))
+
+    def test_webhook(self, id: str) -> Delivery:
+        return decode(Delivery, self._call("test_webhook", id))
+
+    def webhook_deliveries(self, id: str, limit: int = 0) -> List[Delivery]:
+        query = {"limit": str(limit)} if limit else None
+        return [decode(Delivery, d) for d in self._call("webhook_deliveries", id, query=query)["deliveries"]]
+
+    def redeliver(self, delivery_id: str) -> Delivery:
+        return decode(Delivery, self._call("redeliver", delivery_id))
+
+    # --- approval policies ---
+
+    def create_policy(
+        self,
+        name: str,
+        namespace: str,
+        tools: Sequence[str],
+        *,
+        condition: Optional[str] = None,
+        approvals_required: Optional[int] = None,
+        expires_after: Optional[int] = None,
+        escalate_after: Optional[int] = None,
+        enabled: Optional[bool] = None,
+    ) -> Policy:
+        body = _given(name=name, namespace=namespace, tools=list(tools), condition=condition,
+                      approvals_required=approvals_required, expires_after=expires_after,
+                      escalate_after=escalate_after, enabled=enabled)
+        return decode(Policy, self._call("create_policy", body=body))
+
+    def policies(self, namespace: str = "") -> List[Policy]:
+        query = {"namespace": namespace} if namespace else None
+        return [decode(Policy, p) for p in self._call("policies", query=query)["policies"]]
+
+    def policy(self, id: str) -> Policy:
+        return decode(Policy, self._call("policy", id))
+
+    def update_policy(
+        self,
+        id: str,
+        *,
+        name: Optional[str] = None,
+        tools: Optional[Sequence[str]] = None,
+        condition: Optional[str] = None,
+        approvals_required: Optional[int] = None,
+        expires_after: Optional[int] = None,
+        escalate_after: Optional[int] = None,
+        enabled: Optional[bool] = None,
+    ) -> Policy:
+        """Changes the fields that are given, as a new version (an
+        escalate_after of 0 removes it)."""
+        body = _given(name=name, tools=_list(tools), condition=condition, approvals_required=approvals_required,
+                      expires_after=expires_after, escalate_after=escalate_after, enabled=enabled)
+        return decode(Policy, self._call("update_policy", id, body=body))
+
+    def delete_policy(self, id: str) -> None:
+        self._call("delete_policy", id)
+
+    def policy_versions(self, id: str) -> List[Policy]:
+        return [decode(Policy, p) for p in self._call("policy_versions", id)["versions"]]
+
+    def test_policy(self, namespace: str, tools: Sequence[str], condition: str = "", limit: int = 0) -> PolicyTestResult:
+        """What a rule would have caught among the namespace's latest first
+        intents; nothing is written."""
+        body = _given(namespace=namespace, tools=list(tools), condition=condition or None, limit=limit or None)
+        return decode(PolicyTestResult, self._call("test_policy", body=body))
+
+    # --- the service ---
+
+    def health(self) -> None:
+        """Raises unless the server process is up."""
+        self._call("health")
+
+    def ready(self) -> None:
+        """Raises unless the database answers and the schema is current (a
+        server that is not ready answers 503: is_unavailable is true)."""
+        self._call("ready")
+
+    def metrics(self) -> str:
+        """The Prometheus metrics in the text format."""
+        status, raw = self._send("metrics")
+        if not 200 <= status <= 299:
+            raise answer_error(status, raw)
+        return raw.decode("utf-8")
+
+    def openapi(self) -> Dict[str, Any]:
+        """The OpenAPI 3.1 document the server implements."""
+        return dict(self._call("openapi"))
+
+
+def _entry_result(status: int, raw: bytes) -> EntryResult:
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or not data.get("outcome"):
+        # Not an entry result: the request itself failed (401, 413, 503, …).
+        raise answer_error(status, raw)
+    r = decode(EntryResult, data)
+    if r.outcome == "rejected":
+        code, msg = ("unexpected_answer", "entry rejected without an error")
+        if r.error is not None:
+            code, msg = r.error.code, r.error.message
+        err = api_error(code, msg, status)
+        err.result = r
+        raise err
+    return r
+
+
+def _given(**fields: Any) -> Dict[str, Any]:
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _list(v: Optional[Sequence[str]]) -> Optional[List[str]]:
+    return None if v is None else list(v)

@@ -1,0 +1,267 @@
+"""What can go wrong talking to Arbiter, and what a guarded call can come to
+besides running: one exception class per answer the caller must handle."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from .execute import Outcome
+    from .types import Action, EntryResult
+
+__all__ = [
+    "ArbiterError",
+    "APIError",
+    "NetworkError",
+    "UnreachableError",
+    "HeldError",
+    "InProgressError",
+    "KeyReusedError",
+    "PendingApprovalError",
+    "DeniedError",
+    "FinishedError",
+    "OutcomeUnknownError",
+    "ReportError",
+    "CompensationRequestedError",
+    "LeaseLostError",
+    "Retriable",
+    "Unknown",
+    "Replayed",
+    "Compensated",
+    "is_unavailable",
+]
+
+
+class ArbiterError(Exception):
+    """The base of every error this package raises."""
+
+
+class APIError(ArbiterError):
+    """An answer from Arbiter that is not a success: a non-2xx status, or a
+    rejected entry. ``code`` is stable and lower_snake_case (``key_reused``,
+    ``lease_lost``, ``not_found``, …): match on it, not on ``message``.
+    ``status`` is the HTTP status, 0 for an entry rejected inside a batch."""
+
+    def __init__(self, code: str, message: str, status: int = 0) -> None:
+        self.code = code
+        self.message = message
+        self.status = status
+        # For a rejected entry: the ledger's answer (its action, if any, is
+        # the stored one).
+        self.result: Optional[EntryResult] = None
+        where = f" (HTTP {status})" if status else ""
+        super().__init__(f"arbiter: {code}: {message}{where}")
+
+
+class KeyReusedError(APIError):
+    """The key is already used by an action with another tool or other
+    params (422 ``key_reused``). The stored action is untouched; mint a key
+    for the new action, or send the original params."""
+
+
+class NetworkError(ArbiterError):
+    """A request that got no answer: Arbiter could not be reached, the
+    connection broke, or the request ran out of time."""
+
+    def __init__(self, method: str, path: str, cause: BaseException) -> None:
+        self.method = method
+        self.path = path
+        self.cause = cause
+        super().__init__(f"arbiter: {method} {path}: no answer: {cause}")
+
+
+def is_unavailable(err: BaseException) -> bool:
+    """Whether err means Arbiter could not be asked: a network failure, or
+    an answer saying it is unavailable (503, or 502 and 504 from a proxy in
+    front of it). Such requests are safe to send again later: every entry is
+    idempotent by its key and attempt."""
+    if isinstance(err, (NetworkError, UnreachableError)):
+        return True
+    if isinstance(err, APIError):
+        return err.status in (502, 503, 504) or err.code == "unavailable"
+    return False
+
+
+def answer_error(status: int, body: bytes) -> APIError:
+    """Reads the error body {"error": {"code", "message"}} of a non-2xx
+    answer. An answer that is not Arbiter's (a proxy's HTML page) still
+    becomes an APIError, with the status and an excerpt of the body."""
+    try:
+        detail = json.loads(body)["error"]
+        if isinstance(detail, dict) and detail.get("code"):
+            return api_error(str(detail["code"]), str(detail.get("message", "")), status)
+    except (ValueError, KeyError, TypeError):
+        pass
+    code = "unavailable" if status in (502, 503, 504) else "unexpected_answer"
+    msg = body.decode("utf-8", "replace").strip()
+    if len(msg) > 200:
+        msg = msg[:200] + "…"
+    return APIError(code, msg or f"HTTP {status}", status)
+
+
+def api_error(code: str, message: str, status: int) -> APIError:
+    if code == "key_reused":
+        return KeyReusedError(code, message, status)
+    return APIError(code, message, status)
+
+
+class UnreachableError(ArbiterError):
+    """The intent could not be recorded, so the function did not run (fail
+    closed). It is safe to call again later with the same key: if the lost
+    intent did land, the ledger answers in_progress while its lease lasts
+    and held after. ``cause`` is the NetworkError or 5xx APIError."""
+
+    def __init__(self, key: str, cause: BaseException) -> None:
+        self.key = key
+        self.cause = cause
+        super().__init__(f"arbiter unreachable: the action was not started (key {key!r}): {cause}")
+
+
+class HeldError(ArbiterError):
+    """The action's outcome is unknown (an attempt's lease passed without a
+    report) and a person must decide before anything runs again: confirm,
+    retry, compensate or abandon. ``url`` is its page on the dashboard.
+    ``compensation`` is true when it is a compensation whose outcome is
+    unknown."""
+
+    def __init__(self, action_id: str, key: str, attempt: int, url: str, compensation: bool = False) -> None:
+        self.action_id, self.key, self.attempt, self.url = action_id, key, attempt, url
+        self.compensation = compensation
+        what = "whether the compensation of attempt" if compensation else "the outcome of attempt"
+        tail = " undid the effect" if compensation else ""
+        super().__init__(
+            f"arbiter: action {action_id} (key {key!r}) is held: {what} {attempt}{tail} is unknown "
+            f"and an operator must decide; see {url}"
+        )
+
+
+class InProgressError(ArbiterError):
+    """Another attempt held a live lease for the whole of the guard's
+    ``wait``. Nothing ran."""
+
+    def __init__(self, action_id: str, key: str, attempt: int, lease_until: Any, waited: float) -> None:
+        self.action_id, self.key, self.attempt = action_id, key, attempt
+        self.lease_until, self.waited = lease_until, waited
+        super().__init__(
+            f"arbiter: action {action_id} (key {key!r}) is in progress in attempt {attempt} "
+            f"(lease until {lease_until}); waited {waited:.3f} s"
+        )
+
+
+class PendingApprovalError(ArbiterError):
+    """The action waits for people's approval: nothing ran. Call again with
+    the same key later; the function runs once the action is approved."""
+
+    def __init__(self, action_id: str, key: str, url: str, waited: float) -> None:
+        self.action_id, self.key, self.url, self.waited = action_id, key, url, waited
+        super().__init__(f"arbiter: action {key!r} awaits approval; nothing was run ({url})")
+
+
+class DeniedError(ArbiterError):
+    """The action's approval was rejected (``by``, ``reason``) or expired
+    (``expired``): nothing ran and nothing may run under this key."""
+
+    def __init__(self, action_id: str, key: str, url: str, expired: bool, by: str = "", reason: str = "") -> None:
+        self.action_id, self.key, self.url = action_id, key, url
+        self.expired, self.by, self.reason = expired, by, reason
+        if expired:
+            msg = f"arbiter: action {key!r} was denied: its approval expired; nothing was run ({url})"
+        else:
+            msg = f"arbiter: action {key!r} was rejected by {by} ({reason!r}); nothing was run ({url})"
+        super().__init__(msg)
+
+
+class FinishedError(ArbiterError):
+    """The action ended before without its effect in place (failed,
+    abandoned or compensated); the ledger replays that ending and nothing
+    runs again. Mint a new key for a new action."""
+
+    def __init__(self, action: Action) -> None:
+        self.action = action
+        super().__init__(
+            f"arbiter: action {action.id} (key {action.key!r}) already ended {action.status}; it is not run again"
+        )
+
+
+class OutcomeUnknownError(ArbiterError):
+    """The function raised Unknown, or raised after its attempt lost its
+    lease, or was interrupted (KeyboardInterrupt, a cancelled task). The
+    effect may or may not have happened, so no outcome was reported: the
+    action times out and a person decides, unless a later report resolves
+    it. The function's exception is ``__cause__``."""
+
+    def __init__(self, action_id: str, key: str, attempt: int, compensation: bool = False) -> None:
+        self.action_id, self.key, self.attempt, self.compensation = action_id, key, attempt, compensation
+        what = "the compensation of attempt" if compensation else "attempt"
+        super().__init__(
+            f"arbiter: {what} {attempt} of action {action_id} (key {key!r}) was interrupted; "
+            "the outcome is unknown and was not reported"
+        )
+
+
+class ReportError(ArbiterError):
+    """The outcome could not be recorded within the report budget. The
+    effect happened (or failed) but the ledger does not know: the action
+    will time out and an operator decides."""
+
+    def __init__(self, action_id: str, key: str, attempt: int, type: str, cause: BaseException) -> None:
+        self.action_id, self.key, self.attempt, self.type, self.cause = action_id, key, attempt, type, cause
+        super().__init__(
+            f"arbiter: could not record {type} for attempt {attempt} of action {action_id} (key {key!r}): {cause}"
+        )
+
+
+class CompensationRequestedError(ArbiterError):
+    """An operator asked to undo the action and this guard has no
+    ``compensate`` function. The compensation's lease was released at once
+    (compensation_failed) so that a worker that can undo it takes over."""
+
+    def __init__(self, action_id: str, key: str, url: str) -> None:
+        self.action_id, self.key, self.url = action_id, key, url
+        super().__init__(
+            f"arbiter: an operator asked to compensate action {action_id} (key {key!r}) and no compensate "
+            f"function was given; see {url}"
+        )
+
+
+class LeaseLostError(ArbiterError):
+    """Raised by Attempt.check() when Arbiter said the attempt may no longer
+    continue: its lease passed, an operator decided, or a newer attempt
+    started. Stop, and do not start the effect if it has not started."""
+
+
+class Retriable(Exception):
+    """Raise it (``raise arbiter.Retriable("card declined") from e``) from a
+    guarded function when the effect certainly did not happen and a later
+    call may try again: the failure is recorded with retriable true, and
+    the next intent for the key gets a new attempt."""
+
+
+class Unknown(Exception):
+    """Raise it from a guarded function when the effect may have happened
+    (a timeout, a lost answer): nothing is recorded, a note tells the
+    operators why, and the action is held for a person once its lease
+    passes. Recording "failed" instead would claim nothing happened."""
+
+
+class Replayed(Exception):
+    """Raised on entering ``with guard(...)`` when the action finished
+    before: the body does not run. ``outcome.result`` is the saved result.
+    (A decorated function returns the saved result instead.) Not an error:
+    it is how a context manager skips its body."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        self.outcome = outcome
+        self.result = outcome.result
+        super().__init__(f"arbiter: action {outcome.key!r} finished before; replayed its result, nothing ran")
+
+
+class Compensated(Exception):
+    """Raised by a guarded call that, at an operator's request, undid the
+    action's effect with its ``compensate`` function instead of running.
+    ``outcome`` says how (``external_ref`` of the undoing)."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        self.outcome = outcome
+        super().__init__(f"arbiter: action {outcome.key!r} was compensated at an operator's request; nothing ran")

@@ -1,0 +1,392 @@
+"""How one guarded side effect is carried out as the ledger decides: the
+intent first, the function only on proceed, heartbeats while it runs, and
+its outcome reported until it lands. Go's Client.Guard, in Python."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple, Type
+
+from .errors import (
+    APIError,
+    ArbiterError,
+    CompensationRequestedError,
+    DeniedError,
+    FinishedError,
+    HeldError,
+    InProgressError,
+    LeaseLostError,
+    OutcomeUnknownError,
+    PendingApprovalError,
+    ReportError,
+    Retriable,
+    Unknown,
+    UnreachableError,
+    is_unavailable,
+)
+from .heartbeat import DEFAULT_LEASE, Heartbeats
+from .types import (
+    COMPENSATE,
+    COMPENSATION_REQUESTED,
+    CONFIRMED,
+    DENIED,
+    HELD,
+    IN_PROGRESS,
+    PENDING_APPROVAL,
+    PROCEED,
+    REPLAY,
+    SUCCEEDED,
+    Action,
+    Entry,
+    EntryResult,
+)
+
+if TYPE_CHECKING:
+    from .client import Client
+
+log = logging.getLogger("arbiter")
+
+MAX_RESULT_BYTES = 64 << 10  # what the ledger keeps of a result or evidence
+MAX_ERROR_BYTES = 8 << 10
+
+__all__ = ["Attempt", "Done", "Outcome", "Spec", "run"]
+
+
+@dataclass
+class Attempt:
+    """The attempt a guarded function runs as. Pass ``key`` to the
+    downstream system as its idempotency key when it takes one: a retry of
+    the action then reaches it with the same key."""
+
+    action_id: str
+    key: str
+    tool: str
+    number: int
+    params: Any = None  # the action's params as the ledger stores them
+    # Set from the heartbeat thread when Arbiter says this attempt may no
+    # longer continue (its lease passed, an operator decided, a newer
+    # attempt started). Check it before starting the effect.
+    lease_lost: threading.Event = field(default_factory=threading.Event, repr=False)
+    # What the body of ``with guard(...)`` records (see record).
+    result: Any = None
+    external_ref: Optional[str] = None
+
+    def check(self) -> None:
+        """Raises LeaseLostError if the attempt may no longer continue."""
+        if self.lease_lost.is_set():
+            raise LeaseLostError(f"arbiter: the lease of attempt {self.number} of {self.key!r} was lost")
+
+    def record(self, result: Any = None, external_ref: Optional[str] = None) -> None:
+        """In ``with guard(...)``: the result to save and the id of the effect
+        downstream, reported as succeeded when the block ends."""
+        self.result, self.external_ref = result, external_ref
+
+
+@dataclass
+class Done:
+    """What a guarded function may return to name the effect's id in the
+    downstream system (a refund id) besides its result."""
+
+    result: Any = None
+    external_ref: Optional[str] = None
+
+
+@dataclass
+class Outcome:
+    """What a guarded call came to. ``ran`` is true when the function ran in
+    this call; false when the ledger answered from an earlier attempt (a
+    replay) or the call compensated (``compensated``)."""
+
+    key: str
+    ran: bool = False
+    compensated: bool = False
+    attempt: int = 0
+    action: Optional[Action] = None
+    result: Any = None  # the function's result, or the saved one on a replay
+    external_ref: Optional[str] = None
+
+
+ExcTypes = Tuple[Type[BaseException], ...]
+
+
+@dataclass
+class Spec:
+    """The side effect a guarded call performs. See arbiter.guard."""
+
+    key: str
+    tool: str
+    effect: str = ""  # read_only, idempotent, keyed or unkeyed (the server's default)
+    params: Any = None
+    timeout: float = 0  # the lease of an attempt in seconds; 0: the server's 300
+    reference: str = ""
+    agent: str = ""
+    run_id: str = ""
+    wait: float = 0  # how long to wait for another attempt that holds the action
+    key_ttl: float = 0  # how long the downstream honours the key
+    compensate: Optional[Callable[[Attempt], Any]] = None
+    require_approval: bool = False
+    approval_wait: float = 0  # how long to wait for people's decision
+    retriable: ExcTypes = ()  # exception types recorded as retriable failures
+    unknown: ExcTypes = ()  # exception types that leave the outcome unknown
+
+    def lease(self) -> float:
+        return self.timeout if self.timeout > 0 else DEFAULT_LEASE
+
+    def entry(self, type: str, attempt: int = 0) -> Entry:
+        return Entry(key=self.key, type=type, attempt=attempt or None, agent=self.agent or None,
+                     run_id=self.run_id or None)
+
+    def intent(self) -> Entry:
+        e = self.entry("intent")
+        e.tool = self.tool
+        e.effect = self.effect or None
+        e.timeout = self.timeout or None
+        e.reference = self.reference or None
+        e.require_approval = True if self.require_approval else None
+        e.key_ttl = max(self.key_ttl, 1) if self.key_ttl > 0 else None
+        try:
+            json.dumps(self.params, allow_nan=False)
+        except (TypeError, ValueError) as err:
+            raise ArbiterError(f"arbiter: guard {self.key!r}: params are not JSON: {err}") from err
+        e.params = self.params
+        return e
+
+    def heartbeat(self, attempt: int) -> Entry:
+        e = self.entry("heartbeat", attempt)
+        e.timeout = self.timeout or None
+        return e
+
+
+def run(client: Client, spec: Spec, fn: Callable[[Attempt], Any]) -> Outcome:
+    """Performs one side effect the safe way, as the ledger decides:
+
+    - The intent first. If Arbiter cannot be reached then, fn does not run:
+      UnreachableError (fail closed).
+    - proceed: fn runs with the Attempt, with heartbeats every third of the
+      lease from a background thread, and its outcome is reported for that
+      attempt (succeeded with its result, or failed with its exception),
+      retried with backoff and jitter while Arbiter is unavailable, up to
+      the client's report budget.
+    - replay: fn does not run; a succeeded or confirmed action returns its
+      saved result, a failed, abandoned or compensated one raises
+      FinishedError.
+    - in_progress: asks again with backoff for up to spec.wait, then
+      InProgressError. held: HeldError. pending_approval: waits on the
+      server (Prefer: wait) up to spec.approval_wait, then
+      PendingApprovalError; denied: DeniedError. key_reused:
+      KeyReusedError.
+    - compensate: runs spec.compensate under the compensation's lease and
+      reports compensated, or compensation_failed with its exception.
+
+    An exception from fn is recorded as failed (retriable if it is a
+    Retriable or one of spec.retriable) and raised again. An Unknown (or one
+    of spec.unknown), or any exception after the lease was lost, leaves the
+    outcome unknown: nothing is reported, OutcomeUnknownError is raised. A
+    BaseException that is not an Exception (KeyboardInterrupt) stops the
+    heartbeats and passes through, reporting nothing.
+    """
+    res = ask(client, spec)
+    if res.outcome == PROCEED:
+        a = attempt_of(spec, res)
+        hb = start_heartbeats(client, spec, a)
+        try:
+            value = fn(a)
+        except Exception as exc:
+            hb.stop()
+            finish_failed(client, spec, a, exc)
+            raise  # finish_failed raises; this keeps type checkers content
+        finally:
+            hb.stop()
+        return finish_ok(client, spec, a, value)
+    if res.outcome == COMPENSATE:
+        return compensate(client, spec, res)
+    return replayed(spec, res)
+
+
+def ask(client: Client, spec: Spec) -> EntryResult:
+    """Sends the intent until the answer is one to act on (proceed, replay,
+    compensate), waiting where the spec allows; raises for the others."""
+    intent = spec.intent()
+    start = time.monotonic()
+    n = 0
+    while True:
+        left = int(spec.approval_wait - (time.monotonic() - start))
+        try:
+            if n > 0 and left > 0:
+                res = client.submit_wait(intent, left)
+            else:
+                res = client.submit(intent)
+        except ArbiterError as err:
+            if is_unavailable(err):
+                raise UnreachableError(spec.key, err) from err
+            raise
+        a = res.action
+        if a is None:
+            raise ArbiterError(f"arbiter: guard {spec.key!r}: the answer to the intent ({res.outcome}) carries no action")
+        if res.outcome in (PROCEED, REPLAY, COMPENSATE):
+            return res
+        if res.outcome == HELD:
+            raise HeldError(a.id, spec.key, res.attempt or 0, client.action_url(a.id),
+                            compensation=a.status == COMPENSATION_REQUESTED)
+        if res.outcome == PENDING_APPROVAL:
+            if int(spec.approval_wait - (time.monotonic() - start)) <= 0:
+                raise PendingApprovalError(a.id, spec.key, client.action_url(a.id), time.monotonic() - start)
+            # Ask again, waiting on the server for the decision.
+        elif res.outcome == DENIED:
+            ap = a.approval
+            rej = ap.rejection if ap is not None else None
+            raise DeniedError(a.id, spec.key, client.action_url(a.id), expired=rej is None,
+                              by=rej.by.name if rej else "", reason=rej.reason if rej else "")
+        elif res.outcome == IN_PROGRESS:
+            waited = time.monotonic() - start
+            if waited >= spec.wait:
+                raise InProgressError(a.id, spec.key, res.attempt or 0, res.lease_until, waited)
+            time.sleep(min(client.backoff.pause(n), spec.wait - waited))
+        else:
+            raise ArbiterError(f"arbiter: guard {spec.key!r}: unexpected outcome {res.outcome!r} for an intent")
+        n += 1
+
+
+def attempt_of(spec: Spec, res: EntryResult) -> Attempt:
+    a = res.action
+    return Attempt(action_id=a.id if a else "", key=spec.key, tool=spec.tool, number=res.attempt or 0,
+                   params=a.params if a else None)
+
+
+def start_heartbeats(client: Client, spec: Spec, a: Attempt, on_lost: Optional[Callable[[], None]] = None) -> Heartbeats:
+    return Heartbeats(client, spec.heartbeat(a.number), spec.lease(), a.lease_lost, on_lost)
+
+
+def replayed(spec: Spec, res: EntryResult) -> Outcome:
+    a = res.action
+    assert a is not None
+    out = Outcome(key=spec.key, attempt=res.attempt or 0, action=a, result=a.result, external_ref=a.external_ref)
+    if a.status in (SUCCEEDED, CONFIRMED):
+        return out
+    raise FinishedError(a)
+
+
+def finish_ok(client: Client, spec: Spec, a: Attempt, value: Any) -> Outcome:
+    """Records the success of attempt a, even if the caller stopped waiting:
+    the effect happened."""
+    result, ref = (value.result, value.external_ref) if isinstance(value, Done) else (value, None)
+    e = spec.entry("succeeded", a.number)
+    e.result = _kept(spec.key, "result", result)
+    e.external_ref = ref or None
+    stored = report(client, a, e)
+    return Outcome(key=spec.key, ran=True, attempt=a.number, action=stored.action, result=result, external_ref=ref)
+
+
+def finish_failed(client: Client, spec: Spec, a: Attempt, exc: Exception, compensation: bool = False) -> None:
+    """Records what an exception of the function says about the effect, and
+    raises: the function's exception once the failure is recorded,
+    OutcomeUnknownError when the effect may have happened, ReportError when
+    the failure could not be recorded."""
+    lost = a.lease_lost.is_set()
+    unknown = isinstance(exc, Unknown) or isinstance(exc, spec.unknown)
+    if lost or unknown:
+        if not lost:
+            # Best effort: the operator who finds the action timed out
+            # learns why.
+            note = spec.entry("note", a.number)
+            note.message = ("compensation outcome unknown: " if compensation else "outcome unknown: ") + error_text(exc)
+            try:
+                client.submit(note)
+            except ArbiterError:
+                pass
+        raise OutcomeUnknownError(a.action_id, a.key, a.number, compensation=compensation) from exc
+    e = spec.entry("compensation_failed" if compensation else "failed", a.number)
+    e.error = error_text(exc)
+    e.retriable = isinstance(exc, Retriable) or isinstance(exc, spec.retriable)
+    report(client, a, e)  # a ReportError here is raised with exc as its context
+    raise exc
+
+
+def compensate(client: Client, spec: Spec, res: EntryResult) -> Outcome:
+    """Undoes the effect at an operator's request, under the compensation's
+    lease, and records what came of it."""
+    a = attempt_of(spec, res)
+    if spec.compensate is None:
+        # Release the lease at once: another process that can undo it, or a
+        # person, takes over, and nobody waits for a lease to pass.
+        e = spec.entry("compensation_failed", a.number)
+        e.error = f"this caller of guard has no compensate function for {spec.tool}"
+        e.retriable = True
+        report(client, a, e)
+        raise CompensationRequestedError(a.action_id, a.key, client.action_url(a.action_id))
+    hb = start_heartbeats(client, spec, a)
+    try:
+        ref = spec.compensate(a)
+    except Exception as exc:
+        hb.stop()
+        finish_failed(client, spec, a, exc, compensation=True)
+        raise
+    finally:
+        hb.stop()
+    return finish_compensated(client, spec, a, ref)
+
+
+def finish_compensated(client: Client, spec: Spec, a: Attempt, ref: Any) -> Outcome:
+    e = spec.entry("compensated", a.number)
+    e.external_ref = str(ref) if ref else None
+    stored = report(client, a, e)
+    return Outcome(key=spec.key, compensated=True, attempt=a.number, action=stored.action, external_ref=e.external_ref)
+
+
+def report(client: Client, a: Attempt, e: Entry) -> EntryResult:
+    """Records an outcome, retrying with backoff and jitter while Arbiter is
+    unavailable, within the client's report budget. The entry names its
+    attempt, so a report that landed before its answer was lost comes back
+    duplicate, which counts as done."""
+    deadline = time.monotonic() + client.report_budget
+    n = 0
+    while True:
+        try:
+            return client.submit(e)
+        except ArbiterError as err:
+            if not retryable(err):
+                raise
+            pause = client.backoff.pause(n)
+            if time.monotonic() + pause > deadline:
+                raise ReportError(a.action_id, a.key, a.number, e.type, err) from err
+            log.info("arbiter: %s for attempt %d of %r not recorded yet (%s); again in %.2f s",
+                     e.type, a.number, a.key, err, pause)
+            time.sleep(pause)
+            n += 1
+
+
+def retryable(err: ArbiterError) -> bool:
+    """Whether sending the same entry again may succeed."""
+    return is_unavailable(err) or (isinstance(err, APIError) and err.code in ("conflict", "internal"))
+
+
+def error_text(exc: BaseException) -> str:
+    """The exception as the ledger accepts it: non-empty, without NUL, short
+    enough to store."""
+    msg = str(exc).replace("\x00", "")
+    text = f"{type(exc).__name__}: {msg}" if msg.strip() else f"{type(exc).__name__} with an empty message"
+    raw = text.encode("utf-8", "replace")
+    if len(raw) > MAX_ERROR_BYTES:
+        text = raw[:MAX_ERROR_BYTES].decode("utf-8", "ignore") + "…"
+    return text
+
+
+def _kept(key: str, what: str, v: Any) -> Any:
+    """v if the ledger can keep it; else nothing, with a warning: saving
+    the success matters more than saving its details."""
+    if v is None:
+        return None
+    try:
+        size = len(json.dumps(v, ensure_ascii=False, allow_nan=False).encode("utf-8"))
+    except (TypeError, ValueError) as err:
+        log.warning("arbiter: guard %r: the %s is not JSON and was not saved: %s", key, what, err)
+        return None
+    if size > MAX_RESULT_BYTES:
+        log.warning("arbiter: guard %r: the %s is %d bytes, over the %d the ledger keeps; it was not saved",
+                    key, what, size, MAX_RESULT_BYTES)
+        return None
+    return v

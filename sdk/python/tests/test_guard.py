@@ -1,0 +1,186 @@
+"""The guard against a real server: nothing runs twice, the same key with
+other params is refused, failures say whether a retry may run."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+import arbiter
+from conftest import eventually, types_of
+
+
+def test_replay_nothing_runs_twice(agent: arbiter.Client, uniq: str) -> None:
+    runs = []
+
+    @arbiter.guard(tool="payments.refund", effect="keyed", client=agent,
+                   key=lambda order_id, **_: arbiter.key("refund", uniq, order_id))
+    def refund(order_id: str, amount: int, attempt: arbiter.Attempt) -> arbiter.Done:
+        runs.append((attempt.key, attempt.number))
+        return arbiter.Done({"refund_id": "re_1", "amount": amount}, external_ref="re_1")
+
+    first = refund("order-8812", 4200)
+    again = refund("order-8812", amount=4200)  # positional or keyword: the same params
+    assert first == again == {"refund_id": "re_1", "amount": 4200}
+    k = arbiter.key("refund", uniq, "order-8812")
+    assert runs == [(k, 1)]
+
+    a = agent.action_by_key(k)
+    assert (a.status, a.attempt, a.effect, a.tool) == ("succeeded", 1, "keyed", "payments.refund")
+    assert a.params == {"order_id": "order-8812", "amount": 4200}
+    assert a.result == {"refund_id": "re_1", "amount": 4200}
+    assert a.external_ref == "re_1"
+    assert types_of(agent, a.id) == ["intent", "succeeded"]  # a replay writes nothing
+
+    out = agent.run(arbiter.Spec(key=k, tool="payments.refund", effect="keyed", params=a.params),
+                    lambda _: pytest.fail("a replay ran the function"))
+    assert (out.ran, out.attempt, out.result, out.external_ref) == (False, 1, a.result, "re_1")
+
+
+def test_key_reused_is_refused(agent: arbiter.Client, uniq: str) -> None:
+    k = arbiter.key("refund", uniq)
+    agent.run(arbiter.Spec(key=k, tool="payments.refund", params={"amount": 1999}), lambda _: "ok")
+    with pytest.raises(arbiter.KeyReusedError) as e:
+        agent.run(arbiter.Spec(key=k, tool="payments.refund", params={"amount": 5000}),
+                  lambda _: pytest.fail("ran under a reused key"))
+    assert (e.value.code, e.value.status) == ("key_reused", 422)
+    a = agent.action_by_key(k)
+    assert (a.status, a.params) == ("succeeded", {"amount": 1999})
+    assert "key_reused" in types_of(agent, a.id)
+
+
+def test_context_manager_runs_only_on_proceed(agent: arbiter.Client, uniq: str) -> None:
+    k = arbiter.key("ticket", uniq)
+    with agent.guard(key=k, tool="tickets.open", params={"title": "printer"}) as attempt:
+        assert attempt.number == 1
+        attempt.record({"ticket": 7}, external_ref="T-7")
+    with pytest.raises(arbiter.Replayed) as r:
+        with agent.guard(key=k, tool="tickets.open", params={"title": "printer"}):
+            pytest.fail("the body ran on a replay")
+    assert r.value.result == {"ticket": 7}
+    assert agent.action_by_key(k).external_ref == "T-7"
+
+
+def test_failures_say_whether_to_retry(agent: arbiter.Client, uniq: str) -> None:
+    class Declined(Exception):
+        pass
+
+    k = arbiter.key("charge", uniq)
+    spec = arbiter.Spec(key=k, tool="payments.charge", retriable=(ConnectionRefusedError,))
+
+    def refused(_: arbiter.Attempt) -> None:
+        raise ConnectionRefusedError("psp refused the connection")
+
+    with pytest.raises(ConnectionRefusedError):
+        agent.run(spec, refused)
+    a = agent.action_by_key(k)
+    assert (a.status, a.attempt) == ("failed", 1)
+
+    # Retriable: the next call gets attempt 2; a plain failure is final.
+    def declined(_: arbiter.Attempt) -> None:
+        raise Declined("card declined")
+
+    with pytest.raises(Declined):
+        agent.run(spec, declined)
+    with pytest.raises(arbiter.FinishedError) as e:
+        agent.run(spec, lambda _: pytest.fail("ran after a final failure"))
+    assert (e.value.action.status, e.value.action.attempt) == ("failed", 2)
+    entries = agent.entries(a.id)
+    failed = [x.payload for x in entries if x.type == "failed"]
+    assert failed[0]["retriable"] is True and "ConnectionRefusedError" in failed[0]["error"]
+    assert failed[1].get("retriable", False) is False and "card declined" in failed[1]["error"]
+
+
+def test_guard_waits_for_another_attempt(agent: arbiter.Client, uniq: str) -> None:
+    k = arbiter.key("wait", uniq)
+    started, release = threading.Event(), threading.Event()
+
+    def slow(_: arbiter.Attempt) -> str:
+        started.set()
+        release.wait(10)
+        return "first"
+
+    t = threading.Thread(target=agent.run, args=(arbiter.Spec(key=k, tool="t.slow"), slow))
+    t.start()
+    started.wait(10)
+    with pytest.raises(arbiter.InProgressError) as e:
+        agent.run(arbiter.Spec(key=k, tool="t.slow"), lambda _: pytest.fail("ran beside a live attempt"))
+    assert e.value.attempt == 1
+    # Waiting: the second caller gets the first one's result once it lands.
+    threading.Timer(0.3, release.set).start()
+    out = agent.run(arbiter.Spec(key=k, tool="t.slow", wait=10), lambda _: pytest.fail("ran twice"))
+    t.join()
+    assert (out.ran, out.result) == (False, "first")
+
+
+def test_unknown_outcome_is_left_to_a_person(agent: arbiter.Client, uniq: str) -> None:
+    k = arbiter.key("email", uniq)
+    spec = arbiter.Spec(key=k, tool="email.send", timeout=1)
+
+    def lost_answer(_: arbiter.Attempt) -> None:
+        raise arbiter.Unknown("the provider timed out after the request was sent")
+
+    with pytest.raises(arbiter.OutcomeUnknownError) as e:
+        agent.run(spec, lost_answer)
+    assert isinstance(e.value.__cause__, arbiter.Unknown)
+    a = eventually(lambda: (x := agent.action_by_key(k)).status == "timed_out" and x, what="timed out")
+    assert types_of(agent, a.id)[:2] == ["intent", "note"]
+    with pytest.raises(arbiter.HeldError) as held:
+        agent.run(spec, lambda _: pytest.fail("ran while held"))
+    assert held.value.url.endswith("/actions/" + a.id)
+
+
+def test_heartbeats_keep_a_long_call_alive(agent: arbiter.Client, uniq: str) -> None:
+    k = arbiter.key("export", uniq)
+
+    def long_call(attempt: arbiter.Attempt) -> str:
+        end = time.monotonic() + 4  # four leases of 1 s
+        while time.monotonic() < end:
+            attempt.check()
+            time.sleep(0.1)
+        return "exported"
+
+    out = agent.run(arbiter.Spec(key=k, tool="reports.export", timeout=1), long_call)
+    assert (out.ran, out.result) == (True, "exported")
+    a = agent.action_by_key(k)
+    kinds = types_of(agent, a.id)
+    assert a.status == "succeeded"
+    assert "timed_out" not in kinds and "late_result" not in kinds
+    assert kinds.count("heartbeat") >= 6  # one every third of the lease
+    beat = next(e for e in agent.entries(a.id) if e.type == "heartbeat")
+    assert beat.attempt == 1
+
+
+def test_async_decorator_and_context_manager(agent: arbiter.Client, uniq: str) -> None:
+    runs = []
+
+    @arbiter.guard(tool="crm.set_tier", effect="idempotent", client=agent,
+                   key=lambda customer, tier: arbiter.key("tier", uniq, customer, tier))
+    async def set_tier(customer: str, tier: str) -> dict:
+        runs.append(customer)
+        await asyncio.sleep(0)
+        return {"customer": customer, "tier": tier}
+
+    async def main() -> None:
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.001)
+
+        t = asyncio.create_task(ticker())
+        assert await set_tier("c1", "gold") == {"customer": "c1", "tier": "gold"}
+        assert await set_tier("c1", "gold") == {"customer": "c1", "tier": "gold"}
+        async with agent.guard(key=arbiter.key("note", uniq), tool="crm.note") as attempt:
+            attempt.record("noted")
+        t.cancel()
+        assert ticks > 0  # the loop kept running while requests were in flight
+
+    asyncio.run(main())
+    assert runs == ["c1"]
+    assert agent.action_by_key(arbiter.key("note", uniq)).result == "noted"
