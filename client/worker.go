@@ -227,10 +227,11 @@ func (w *Worker) handlerFor(a Action) (handler, bool) {
 		ok = h.run != nil
 	case StatusCompensationRequested:
 		// Not while another worker's compensation holds the lease, nor
-		// after a lease passed without a report: an operator decides then.
+		// after a lease passed without a report, nor after a failure that
+		// said it may not be retried: an operator decides then.
 		rc := a.Reconciliation
 		ok = h.compensate != nil && (a.LeaseUntil == nil || !now.Before(*a.LeaseUntil)) &&
-			(rc == nil || !rc.CompensationTimedOut)
+			(rc == nil || (!rc.CompensationTimedOut && (rc.CompensationFailures == 0 || rc.CompensationRetriable)))
 	case StatusTimedOut:
 		ok = h.lookup != nil && w.lookupDue(a, now)
 	default:

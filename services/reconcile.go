@@ -204,6 +204,7 @@ func compensationFailed(s *step) plan {
 	rc := reconciliation(s.act)
 	rc.CompensationFailures++
 	rc.CompensationError = s.in.Error
+	rc.CompensationRetriable = s.in.Retriable != nil && *s.in.Retriable
 	rc.CompensationTimedOut = false
 	next.Reconciliation = rc
 	return plan{outcome: record.OutcomeRecorded, next: next,

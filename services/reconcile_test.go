@@ -84,6 +84,10 @@ func lastAnswer(want record.Answer) func(t *testing.T, a *record.Action) {
 }
 
 func compensation(failures int, timedOut bool) func(t *testing.T, a *record.Action) {
+	return compensationSaid(failures, timedOut, false)
+}
+
+func compensationSaid(failures int, timedOut, retriable bool) func(t *testing.T, a *record.Action) {
 	return func(t *testing.T, a *record.Action) {
 		rc := a.Reconciliation
 		if failures == 0 && !timedOut {
@@ -93,6 +97,7 @@ func compensation(failures int, timedOut bool) func(t *testing.T, a *record.Acti
 		require.NotNil(t, rc)
 		require.Equal(t, failures, rc.CompensationFailures)
 		require.Equal(t, timedOut, rc.CompensationTimedOut)
+		require.Equal(t, retriable, rc.CompensationRetriable)
 	}
 }
 
@@ -178,6 +183,10 @@ func reconcileCases() []entryCase {
 		{name: "compensation_failed releases the lease and keeps the request", setup: toCompensating, entry: compFailed1,
 			want: entryWant{outcome: "recorded", status: "compensation_requested", attempt: 1, version: 5, lease: leaseNone,
 				result: `{"refund":"re_1"}`, entries: []wantEntry{{"compensation_failed", "agent", 1}}, check: compensation(1, false)}},
+		{name: "a retriable compensation_failed says so on the action", setup: toCompensating,
+			entry: `{"key":"k","type":"compensation_failed","attempt":1,"error":"reversal API timed out","retriable":true}`,
+			want: entryWant{outcome: "recorded", status: "compensation_requested", attempt: 1, version: 5, lease: leaseNone,
+				result: `{"refund":"re_1"}`, entries: []wantEntry{{"compensation_failed", "agent", 1}}, check: compensationSaid(1, false, true)}},
 		{name: "after a failed compensation the next intent compensates again", setup: then(toCompensating, send(compFailed1)), entry: intentK,
 			want: entryWant{outcome: "compensate", status: "compensation_requested", attempt: 1, version: 6, lease: 60 * time.Second,
 				result: `{"refund":"re_1"}`, entries: []wantEntry{{"intent", "agent", 1}}, check: compensation(1, false)}},

@@ -57,9 +57,11 @@ type Reconciliation struct {
 	// LastLookup is the newest answer for the current attempt.
 	LastLookup *LookupAnswer `json:"last_lookup"`
 	// CompensationFailures counts compensation_failed reports; the newest
-	// error is CompensationError.
-	CompensationFailures int     `json:"compensation_failures"`
-	CompensationError    *string `json:"compensation_error"`
+	// error is CompensationError, and CompensationRetriable what it said
+	// about trying again (workers leave a final failure to a person).
+	CompensationFailures  int     `json:"compensation_failures"`
+	CompensationError     *string `json:"compensation_error"`
+	CompensationRetriable bool    `json:"compensation_retriable"`
 	// CompensationTimedOut is set when a compensation lease passed without
 	// a report: whether the undo happened is unknown, so intents are held
 	// until an operator decides.
