@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // vectors is sdk/vectors.json: the behaviour the Go, Python and TypeScript
@@ -76,6 +78,65 @@ func TestSharedVectorsBackoff(t *testing.T) {
 		}
 		if most < bound/2 {
 			t.Errorf("pause(%d) never above %s in 2000 draws: the jitter does not span [0, %s]", b.N, most, bound)
+		}
+	}
+}
+
+// TestSharedVectorsLookupDue: the worker asks a timed-out attempt again
+// exactly when the shared vectors say.
+func TestSharedVectorsLookupDue(t *testing.T) {
+	raw, err := os.ReadFile("../sdk/vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Lookups struct {
+			MaxLookups int `json:"max_lookups"`
+			RetryAfter int `json:"retry_after_s"`
+			Due        []struct {
+				Case           string `json:"case"`
+				Attempt        int    `json:"attempt"`
+				Reconciliation *struct {
+					LookupAttempt int    `json:"lookup_attempt"`
+					Lookups       int    `json:"lookups"`
+					LookupUntil   string `json:"lookup_until"`
+					LastLookup    *struct {
+						Attempt int    `json:"attempt"`
+						Answer  string `json:"answer"`
+						Said    string `json:"said"`
+						At      string `json:"at"`
+					} `json:"last_lookup"`
+				} `json:"reconciliation"`
+				Due bool `json:"due"`
+			} `json:"due"`
+		} `json:"lookups"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Lookups.MaxLookups != MaxLookups {
+		t.Fatalf("max lookups %d, vectors say %d", MaxLookups, v.Lookups.MaxLookups)
+	}
+	w := NewWorker(New("http://127.0.0.1:1", "ak_x"), WorkerOptions{})
+	if w.opts.LookupRetry != time.Duration(v.Lookups.RetryAfter)*time.Second {
+		t.Fatalf("lookup retry %s, vectors say %d s", w.opts.LookupRetry, v.Lookups.RetryAfter)
+	}
+	now := time.Now()
+	at := map[string]time.Time{"now": now, "long_ago": now.Add(-time.Hour), "future": now.Add(time.Minute)}
+	for _, c := range v.Lookups.Due {
+		a := Action{Status: StatusTimedOut, Attempt: max(c.Attempt, 1)}
+		if r := c.Reconciliation; r != nil {
+			a.Reconciliation = &record.Reconciliation{LookupAttempt: r.LookupAttempt, Lookups: r.Lookups}
+			if r.LookupUntil != "" {
+				u := at[r.LookupUntil]
+				a.Reconciliation.LookupUntil = &u
+			}
+			if l := r.LastLookup; l != nil {
+				a.Reconciliation.LastLookup = &record.LookupAnswer{Attempt: l.Attempt, Answer: record.Answer(l.Answer), Said: l.Said, At: at[l.At]}
+			}
+		}
+		if got := w.lookupDue(a, now); got != c.Due {
+			t.Errorf("%s: due %v, vectors say %v", c.Case, got, c.Due)
 		}
 	}
 }
