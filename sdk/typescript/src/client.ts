@@ -5,6 +5,8 @@ import { ROUTES, type RouteName } from "./routes.js";
 import type {
   Action,
   ActionPage,
+  BulkDecision,
+  BulkResult,
   CallOptions,
   Decision,
   DecisionResult,
@@ -163,6 +165,15 @@ export class Client {
   /** Takes an operator decision on the action (operator or admin key). */
   decide(id: string, decision: Decision, options: CallOptions = {}): Promise<DecisionResult> {
     return this.call("decide", { id, body: decision, signal: options.signal });
+  }
+
+  /**
+   * Takes one decision on many actions (an operator key in its namespace,
+   * or an admin key), each decided as if alone; with dry_run, counts what
+   * it would decide and writes nothing.
+   */
+  decideMany(decision: BulkDecision, options: CallOptions = {}): Promise<BulkResult> {
+    return this.call("decideMany", { body: decision, signal: options.signal });
   }
 
   // Webhook endpoints (admin key).

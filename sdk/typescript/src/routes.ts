@@ -21,6 +21,7 @@ export const ROUTES = {
   action: { method: "GET", path: "/v1/actions/{id}" },
   entries: { method: "GET", path: "/v1/actions/{id}/entries" },
   decide: { method: "POST", path: "/v1/actions/{id}/decisions" },
+  decideMany: { method: "POST", path: "/v1/decisions" },
 
   createWebhook: { method: "POST", path: "/v1/webhooks" },
   webhooks: { method: "GET", path: "/v1/webhooks" },

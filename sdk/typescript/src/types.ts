@@ -232,6 +232,47 @@ export interface DecisionResult {
   entry: LedgerEntry;
 }
 
+/** Selects the actions of a bulk decision: every criterion given must hold, and at least one must be given. */
+export interface BulkFilter {
+  ids?: string[];
+  status?: Status[];
+  tool?: string;
+  agent?: string;
+  namespace?: string;
+  /** Created at or after. */
+  since?: string;
+  /** Created before. */
+  until?: string;
+}
+
+/**
+ * One decision on the actions `filter` selects. Unless `dry_run`, `reason`
+ * (except to approve) and `max_count` are required: if the decision is
+ * allowed on more than max_count actions, nothing is written and the error's
+ * code is too_many_matched.
+ */
+export interface BulkDecision {
+  filter: BulkFilter;
+  decision: DecisionName;
+  reason?: string;
+  acknowledge_duplicate_risk?: boolean;
+  dry_run?: boolean;
+  max_count?: number;
+}
+
+/**
+ * What a bulk decision did: a dry run sets matched, allowed and sample; an
+ * applied one sets applied and skipped (the matched actions not decided,
+ * with the code a single decision would have got, and ids not found).
+ */
+export interface BulkResult {
+  matched?: number;
+  allowed?: number;
+  sample?: Action[];
+  applied?: number;
+  skipped?: { id: string; code: string }[];
+}
+
 /** An approval policy. */
 export interface Policy {
   id: string;

@@ -1,0 +1,46 @@
+// The package as npm packs it: no runtime dependency, ESM with type
+// declarations, nothing but the build and the README inside. run-tests
+// installs the tarball into an empty project and runs every test against
+// it; ARBITER_SDK_TARBALL names the tarball.
+
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+const tarball = process.env.ARBITER_SDK_TARBALL;
+const entry = fileURLToPath(import.meta.resolve("@arbiter-ledger/arbiter"));
+const root = dirname(fileURLToPath(import.meta.resolve("@arbiter-ledger/arbiter/package.json")));
+const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+
+test("no runtime dependencies", () => {
+  for (const field of ["dependencies", "peerDependencies", "optionalDependencies", "bundleDependencies", "bundledDependencies"]) {
+    assert.equal(pkg[field], undefined, `package.json has ${field}`);
+  }
+});
+
+test("ESM with type declarations", async () => {
+  assert.equal(pkg.type, "module");
+  assert.ok(existsSync(join(root, pkg.exports["."].types)), "the declarations are in the package");
+  assert.ok(existsSync(join(root, pkg.exports["."].default)));
+  const m = await import("@arbiter-ledger/arbiter");
+  for (const name of ["Client", "Worker", "key", "HeldError", "InProgressError", "KeyReusedError", "PendingApprovalError", "DeniedError", "UnreachableError", "retriable", "unknown"]) {
+    assert.ok(m[name], `the package exports ${name}`);
+  }
+  const dts = readFileSync(join(root, pkg.exports["."].types), "utf8");
+  assert.match(dts, /export \{ Client/);
+});
+
+test("the tarball holds the build and the README, and the tests run against it", { skip: tarball ? false : "no ARBITER_SDK_TARBALL" }, () => {
+  const files = execFileSync("tar", ["-tzf", tarball], { encoding: "utf8" }).trim().split("\n");
+  for (const f of ["package/package.json", "package/README.md", "package/dist/index.js", "package/dist/index.d.ts"]) {
+    assert.ok(files.includes(f), `${f} is in the tarball`);
+  }
+  assert.deepEqual(files.filter((f) => !/^package\/(package\.json|README\.md|dist\/)/.test(f)), []);
+  const packed = JSON.parse(execFileSync("tar", ["-xOzf", tarball, "package/package.json"], { encoding: "utf8" }));
+  assert.equal(packed.dependencies, undefined);
+  assert.equal(packed.peerDependencies, undefined);
+  assert.match(entry, /node_modules\/@arbiter-ledger\/arbiter\/dist\/index\.js$/, "the installed tarball, not the working tree");
+});
