@@ -38,3 +38,21 @@ document.addEventListener("htmx:beforeSwap", function (evt) {
     evt.detail.isError = false;
   }
 });
+
+// --- Bulk decisions: tick every row --------------------------------------
+// The header's box ticks or clears every row's box of the bulk bar; it is
+// hidden in the markup, since without JavaScript it could do nothing.
+(function () {
+  function showPickAll() {
+    document.querySelectorAll("input[data-pick-all]").forEach(function (b) { b.hidden = false; });
+  }
+  document.addEventListener("DOMContentLoaded", showPickAll);
+  document.addEventListener("htmx:afterSettle", showPickAll);
+  document.addEventListener("change", function (ev) {
+    var all = ev.target;
+    if (!all.matches || !all.matches("input[data-pick-all]")) return;
+    var table = all.closest("table");
+    if (!table) return;
+    table.querySelectorAll('input[name="ids"][form="bulk-form"]').forEach(function (b) { b.checked = all.checked; });
+  });
+})();

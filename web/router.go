@@ -122,6 +122,11 @@ func New(d Deps) *echo.Echo {
 	e.GET("/actions/:id/timeline", detail.timeline, user...)
 	e.POST("/actions/:id/decisions", detail.decide, user...)
 
+	// Bulk decisions from triage and the action list: count, then decide.
+	bulkSteps := newBulkPages(dash, d)
+	e.POST("/decisions/preview", bulkSteps.preview, user...)
+	e.POST("/decisions", bulkSteps.apply, user...)
+
 	// Administration: namespaces, API keys, users.
 	admin := newAdminPages(dash, d)
 	e.GET("/admin", admin.index, admins...)

@@ -55,6 +55,7 @@ func (h *triagePages) list(c echo.Context) error {
 			Effect: string(a.Effect), Status: string(a.Status), Attempt: a.Attempt, Agent: deref(a.Agent),
 			Reference: deref(a.Reference), CreatedAt: a.CreatedAt})
 	}
+	v.Bulk = listBulkBar(c, f, form, len(v.Rows), f.Cursor == "" && page.NextCursor == nil)
 	base := listQuery(form)
 	if f.Cursor != "" {
 		v.FirstURL = "/actions" + encodeQuery(base)
@@ -166,4 +167,26 @@ func encodeQuery(q url.Values) string {
 		return ""
 	}
 	return "?" + q.Encode()
+}
+
+// listBulkBar is the bulk bar of the action list: the ticked rows, or every
+// action matching the list's filter (a relative range frozen to the time it
+// started at), offered only when the filter names something.
+func listBulkBar(c echo.Context, f services.ActionFilter, form views.ActionListFilter, rows int, whole bool) *views.BulkBarView {
+	bf := views.BulkFilterFields{Namespace: f.Namespace, Statuses: form.Statuses, Tool: f.Tool, Agent: f.Agent, Q: f.Search}
+	if f.Since != nil {
+		bf.Since = f.Since.UTC().Format(time.RFC3339Nano)
+	}
+	if f.Until != nil {
+		bf.Until = f.Until.UTC().Format(time.RFC3339Nano)
+	}
+	label := ""
+	switch {
+	case bf.Namespace == "" && len(bf.Statuses) == 0 && bf.Tool == "" && bf.Agent == "" && bf.Since == "" && bf.Until == "" && bf.Q == "":
+	case whole:
+		label = fmt.Sprintf("Every action matching this filter: %d", rows)
+	default:
+		label = "Every action matching this filter, on every page (counted on the next step)"
+	}
+	return bulkBar(c, label, bf)
 }

@@ -2,8 +2,10 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/arbiter-ledger/arbiter/services/record"
 
@@ -48,6 +50,18 @@ func (h *triagePages) page(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	var waiting int64
+	var statuses []string
+	for _, s := range services.TriageStatuses {
+		statuses = append(statuses, string(s))
+		for _, n := range v.Counts {
+			if n.Name == string(s) {
+				waiting += n.Count
+			}
+		}
+	}
+	v.Bulk = bulkBar(c, fmt.Sprintf("Every waiting action (%s): %d now", strings.Join(statuses, ", "), waiting),
+		views.BulkFilterFields{Statuses: statuses})
 	return render(c, http.StatusOK, views.TriagePage(h.pageFor(c, "Triage", "triage"), v))
 }
 
@@ -73,7 +87,7 @@ func (h *triagePages) triageView(c echo.Context) (views.TriageView, error) {
 	if err != nil {
 		return views.TriageView{}, err
 	}
-	v := views.TriageView{Now: t.At, Total: t.Total, Waiting: t.Waiting, Stamp: stamp}
+	v := views.TriageView{Now: t.At, Total: t.Total, Waiting: t.Waiting, Stamp: stamp, CanPick: canDecide(c)}
 	for _, s := range services.OpenStatuses {
 		v.Counts = append(v.Counts, views.TriageCount{Name: string(s), Count: t.Counts[string(s)],
 			Attention: slices.Contains(services.TriageStatuses, s)})
