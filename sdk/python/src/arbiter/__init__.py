@@ -48,6 +48,8 @@ from .types import (
     Approval,
     ApprovalPolicy,
     ApprovalVote,
+    BulkDecisionResult,
+    BulkSkip,
     DecisionResult,
     Delivery,
     DeliveryAttempt,
@@ -67,7 +69,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "APIError", "Action", "ActionPage", "Actor", "Approval", "ApprovalPolicy", "ApprovalVote", "ArbiterError",
-    "AsyncClient", "Attempt", "Backoff", "Client", "Compensated", "CompensationRequestedError", "DecisionResult",
+    "AsyncClient", "Attempt", "Backoff", "BulkDecisionResult", "BulkSkip", "Client", "Compensated", "CompensationRequestedError", "DecisionResult",
     "Delivery", "DeliveryAttempt", "DeniedError", "Done", "Entry", "EntryResult", "ErrorDetail", "FinishedError",
     "Guard", "HeldError", "InProgressError", "KeyReusedError", "LeaseLostError", "LedgerEntry", "LookupAnswer",
     "LookupRequest", "LookupResult", "MAX_APPROVAL_WAIT", "MAX_KEY_BYTES", "NetworkError", "Outcome",

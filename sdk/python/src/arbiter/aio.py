@@ -15,6 +15,7 @@ from .guard import Guard, arun
 from .types import (
     Action,
     ActionPage,
+    BulkDecisionResult,
     DecisionResult,
     Delivery,
     Entry,
@@ -72,6 +73,9 @@ class AsyncClient:
 
     async def decide(self, id: str, decision: str, reason: str = "", *, expected_version: Optional[int] = None, acknowledge_duplicate_risk: bool = False, external_ref: Optional[str] = None, result: Any = None) -> DecisionResult:
         return await asyncio.to_thread(self.sync.decide, id, decision, reason=reason, expected_version=expected_version, acknowledge_duplicate_risk=acknowledge_duplicate_risk, external_ref=external_ref, result=result)
+
+    async def decide_many(self, decision: str, reason: str = "", **filter_and_options: Any) -> BulkDecisionResult:
+        return await asyncio.to_thread(self.sync.decide_many, decision, reason, **filter_and_options)
 
     async def create_webhook(self, url: str, event_types: Sequence[str], *, namespaces: Optional[Sequence[str]] = None, format: str = "", description: str = "") -> Webhook:
         return await asyncio.to_thread(self.sync.create_webhook, url, event_types, namespaces=namespaces, format=format, description=description)

@@ -19,6 +19,7 @@ from .routes import ROUTES
 from .types import (
     Action,
     ActionPage,
+    BulkDecisionResult,
     DecisionResult,
     Delivery,
     Entry,
@@ -248,6 +249,43 @@ class Client:
         if result is not None:
             body["result"] = result
         return decode(DecisionResult, self._call("decide", id, body=body))
+
+    def decide_many(
+        self,
+        decision: str,
+        reason: str = "",
+        *,
+        ids: Optional[Sequence[str]] = None,
+        status: Union[str, Iterable[str], None] = None,
+        tool: str = "",
+        agent: str = "",
+        namespace: str = "",
+        since: Optional[datetime] = None,
+        until: Optional[datetime] = None,
+        acknowledge_duplicate_risk: bool = False,
+        dry_run: bool = False,
+        max_count: int = 0,
+    ) -> BulkDecisionResult:
+        """One decision on the actions the filter selects (at least one
+        criterion), each decided as if alone. ``dry_run`` counts and writes
+        nothing; otherwise ``reason`` and ``max_count`` are required, and
+        more allowed actions than ``max_count`` is 409 too_many_matched."""
+        flt: Dict[str, Any] = _given(ids=_list(ids), tool=tool or None, agent=agent or None,
+                                     namespace=namespace or None,
+                                     since=format_time(since) if since else None,
+                                     until=format_time(until) if until else None)
+        if status:
+            flt["status"] = [status] if isinstance(status, str) else list(status)
+        body: Dict[str, Any] = {"filter": flt, "decision": decision}
+        if reason:
+            body["reason"] = reason
+        if acknowledge_duplicate_risk:
+            body["acknowledge_duplicate_risk"] = True
+        if dry_run:
+            body["dry_run"] = True
+        if max_count:
+            body["max_count"] = max_count
+        return decode(BulkDecisionResult, self._call("decide_many", body=body))
 
     # --- webhooks (admin) ---
 

@@ -15,6 +15,7 @@ ROUTES: Dict[str, Tuple[str, str]] = {
     "action": ("GET", "/v1/actions/{id}"),
     "entries": ("GET", "/v1/actions/{id}/entries"),
     "decide": ("POST", "/v1/actions/{id}/decisions"),
+    "decide_many": ("POST", "/v1/decisions"),
     "create_webhook": ("POST", "/v1/webhooks"),
     "webhooks": ("GET", "/v1/webhooks"),
     "webhook": ("GET", "/v1/webhooks/{id}"),

@@ -289,6 +289,24 @@ class DecisionResult:
 
 
 @dataclass
+class BulkSkip:
+    id: str = ""
+    code: str = ""  # what a single decision on it would have got
+
+
+@dataclass
+class BulkDecisionResult:
+    """What a bulk decision did (applied, skipped) or, for a dry run, would
+    do (matched, allowed, sample)."""
+
+    matched: int = 0
+    allowed: int = 0
+    sample: List[Action] = field(default_factory=list)
+    applied: int = 0
+    skipped: List[BulkSkip] = field(default_factory=list)
+
+
+@dataclass
 class Policy:
     """An approval policy: which first intents wait for people's approval."""
 
