@@ -93,11 +93,13 @@ type GuardSpec struct {
 	ApprovalWait time.Duration
 }
 
-// approvalWait is how much longer Guard may wait for a decision.
+// approvalWait is how much longer Guard may wait for a decision. Under a
+// deadline it keeps a second back, so that the server's answer to the last
+// wait arrives before the deadline does.
 func (s *GuardSpec) approvalWait(ctx context.Context, start time.Time) time.Duration {
 	left := s.ApprovalWait - time.Since(start)
 	if d, ok := ctx.Deadline(); ok {
-		left = min(left, time.Until(d))
+		left = min(left, time.Until(d)-time.Second)
 	}
 	return left.Truncate(time.Second)
 }
@@ -241,6 +243,7 @@ func (c *Client) Guard(ctx context.Context, spec GuardSpec, fn GuardFunc) (*Outc
 		return nil, err
 	}
 	start := time.Now()
+	var pending *PendingApprovalError // set once the action is known to await approval
 	for n := 0; ; n++ {
 		var res *Result
 		if left := spec.approvalWait(ctx, start); n > 0 && left > 0 {
@@ -250,6 +253,11 @@ func (c *Client) Guard(ctx context.Context, spec GuardSpec, fn GuardFunc) (*Outc
 		}
 		if IsUnavailable(err) {
 			return nil, fmt.Errorf("%w (key %q): %w", ErrUnreachable, spec.Key, err)
+		}
+		if err != nil && pending != nil && ctx.Err() != nil {
+			// The deadline ended a wait for the decision: still pending.
+			pending.Waited = time.Since(start)
+			return nil, pending
 		}
 		if err != nil {
 			return nil, err
@@ -268,9 +276,10 @@ func (c *Client) Guard(ctx context.Context, spec GuardSpec, fn GuardFunc) (*Outc
 			return nil, &HeldError{ActionID: res.Action.ID, Key: spec.Key, Attempt: res.AttemptNumber(), URL: c.ActionURL(res.Action.ID),
 				Compensation: res.Action.Status == StatusCompensationRequested}
 		case OutcomePendingApproval:
+			pending = &PendingApprovalError{ActionID: res.Action.ID, Key: spec.Key, URL: c.ActionURL(res.Action.ID),
+				Waited: time.Since(start)}
 			if spec.approvalWait(ctx, start) <= 0 {
-				return nil, &PendingApprovalError{ActionID: res.Action.ID, Key: spec.Key, URL: c.ActionURL(res.Action.ID),
-					Waited: time.Since(start)}
+				return nil, pending
 			}
 			// Ask again, waiting on the server for the decision.
 		case OutcomeDenied:
