@@ -37,6 +37,10 @@ type benchCmd struct {
 	Sweep      int    `help:"Instead of loading a server: record this many intents with 1-second leases in --database-url through the ledger, in this process, and time one sweep timing them out."`
 	CPUProfile string `name:"cpuprofile" help:"With --sweep: write a CPU profile of the sweep to this file."`
 
+	Bulk        int `help:"Instead of loading a server: record this many intents with 1-second leases in --database-url through the ledger, in this process, let the sweeper time them out, and time abandoning them in bulk decisions of --bulk-batch ids each, with an endpoint subscribed to action.decided (each decision writes its entry, alert and delivery); then --bulk-singles more one decision at a time."`
+	BulkBatch   int `name:"bulk-batch" default:"1000" help:"With --bulk: actions per bulk decision (1-1000)."`
+	BulkSingles int `name:"bulk-singles" default:"1000" help:"With --bulk: how many actions to decide one at a time, for comparison (0: none)."`
+
 	Receive string        `help:"Instead of writing entries: be a webhook endpoint on this address (e.g. 127.0.0.1:9099) and report the deliveries, until --expect distinct messages arrived and none came for --idle, or --duration passed."`
 	Expect  int           `help:"With --receive: how many distinct messages to wait for; fewer is an error."`
 	Idle    time.Duration `default:"3s" help:"With --receive: stop after this long without a delivery."`
@@ -58,6 +62,11 @@ func (b *benchCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
 	case b.Sweep > 0:
 		var r *sweepReport
 		if r, err = b.runSweep(ctx, c); r != nil {
+			rep = r
+		}
+	case b.Bulk > 0:
+		var r *bulkReport
+		if r, err = b.runBulk(ctx, c); r != nil {
 			rep = r
 		}
 	case len(b.Page) > 0:
@@ -148,6 +157,21 @@ func (b *benchCmd) runSweep(ctx context.Context, c *cli) (*sweepReport, error) {
 	return timeSweep(ctx, st, b.Namespace, b.Sweep, profile)
 }
 
+func (b *benchCmd) runBulk(ctx context.Context, c *cli) (*bulkReport, error) {
+	if b.BulkBatch < 1 || b.BulkBatch > services.MaxBulkActions {
+		return nil, fmt.Errorf("--bulk-batch must be between 1 and %d", services.MaxBulkActions)
+	}
+	if b.BulkSingles < 0 {
+		return nil, errors.New("--bulk-singles must be 0 or more")
+	}
+	st, err := openCurrent(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	return timeBulk(ctx, st, b.Namespace, b.Bulk, b.BulkBatch, b.BulkSingles)
+}
+
 func printReport(w io.Writer, rep any) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	switch r := rep.(type) {
@@ -169,6 +193,15 @@ func printReport(w io.Writer, rep any) error {
 	case *sweepReport:
 		fmt.Fprintf(tw, "recorded %d intents with 1 s leases in %.1fs\n", r.Seeded, r.SeedSeconds)
 		fmt.Fprintf(tw, "sweep timed out %d actions in %.3fs (%.0f per second)\n", r.TimedOut, r.SweepSeconds, r.PerSecond)
+	case *bulkReport:
+		fmt.Fprintf(tw, "decided %d timed-out actions in %d bulk decisions of %d in %.3fs (%.0f per second)\n",
+			r.Applied, r.Batches, r.BatchSize, r.Seconds, r.PerSecond)
+		fmt.Fprintf(tw, "per bulk decision, ms\tp50 %.1f\tp95 %.1f\tmax %.1f\n", r.BatchMS.P50, r.BatchMS.P95, r.BatchMS.Max)
+		fmt.Fprintf(tw, "decision entries\t%d\t(distinct actions)\n", r.DecisionEntries)
+		fmt.Fprintf(tw, "action.decided alerts\t%d\t(distinct actions)\n", r.DecidedAlerts)
+		if r.Singles > 0 {
+			fmt.Fprintf(tw, "one at a time: %d decisions in %.3fs (%.0f per second)\n", r.Singles, r.SingleSeconds, r.SinglePerSecond)
+		}
 	case *receiveReport:
 		fmt.Fprintf(tw, "received %d deliveries of %d messages (%d duplicates) in %.1fs: %.0f per second\n",
 			r.Received, r.Unique, r.Duplicates, r.Seconds, r.PerSecond)

@@ -41,11 +41,46 @@ func timeSweep(ctx context.Context, st *services.Store, ns string, n int, profil
 		return nil, err
 	}
 	ledger := services.NewLedger(st)
+	start := time.Now()
+	if err := recordIntents(ctx, ledger, p, "sweep", "bench.sweep", n); err != nil {
+		return nil, err
+	}
+	rep := &sweepReport{Database: st.Where, Seeded: n, SeedSeconds: time.Since(start).Seconds()}
+
+	// The last lease ends a second after the last intent.
+	select {
+	case <-time.After(1100 * time.Millisecond):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if profile != nil {
+		if err := pprof.StartCPUProfile(profile); err != nil {
+			return nil, err
+		}
+	}
+	t0 := time.Now()
+	got, err := ledger.Sweep(ctx)
+	took := time.Since(t0)
+	if profile != nil {
+		pprof.StopCPUProfile()
+	}
+	if err != nil {
+		return nil, err
+	}
+	rep.TimedOut, rep.SweepSeconds, rep.PerSecond = got, took.Seconds(), float64(got)/took.Seconds()
+	if got < n {
+		return rep, fmt.Errorf("bench: the sweep timed out %d actions, expected at least %d", got, n)
+	}
+	return rep, nil
+}
+
+// recordIntents records n intents of tool with 1-second leases through the
+// ledger (the only path that writes actions), in batches on 8 connections,
+// under keys that start with prefix and a random run id.
+func recordIntents(ctx context.Context, ledger *services.Ledger, p services.Principal, prefix, tool string, n int) error {
 	run := make([]byte, 4)
 	rand.Read(run)
-	prefix := "sweep-" + hex.EncodeToString(run) + "-"
-
-	start := time.Now()
+	prefix += "-" + hex.EncodeToString(run) + "-"
 	const chunk = services.MaxBatchEntries
 	chunks := make(chan int)
 	errs := make(chan error, 8)
@@ -55,7 +90,7 @@ func timeSweep(ctx context.Context, st *services.Store, ns string, n int, profil
 			for from := range chunks {
 				raws := make([][]byte, 0, chunk)
 				for i := from; i < min(from+chunk, n); i++ {
-					raws = append(raws, fmt.Appendf(nil, `{"key":"%s%d","type":"intent","tool":"bench.sweep","timeout":1}`, prefix, i))
+					raws = append(raws, fmt.Appendf(nil, `{"key":"%s%d","type":"intent","tool":%q,"timeout":1}`, prefix, i, tool))
 				}
 				res, err := ledger.Submit(ctx, p, raws)
 				if err == nil {
@@ -87,34 +122,5 @@ feed:
 	if seedErr == nil && len(errs) > 0 {
 		seedErr = <-errs
 	}
-	if seedErr != nil {
-		return nil, seedErr
-	}
-	rep := &sweepReport{Database: st.Where, Seeded: n, SeedSeconds: time.Since(start).Seconds()}
-
-	// The last lease ends a second after the last intent.
-	select {
-	case <-time.After(1100 * time.Millisecond):
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	if profile != nil {
-		if err := pprof.StartCPUProfile(profile); err != nil {
-			return nil, err
-		}
-	}
-	t0 := time.Now()
-	got, err := ledger.Sweep(ctx)
-	took := time.Since(t0)
-	if profile != nil {
-		pprof.StopCPUProfile()
-	}
-	if err != nil {
-		return nil, err
-	}
-	rep.TimedOut, rep.SweepSeconds, rep.PerSecond = got, took.Seconds(), float64(got)/took.Seconds()
-	if got < n {
-		return rep, fmt.Errorf("bench: the sweep timed out %d actions, expected at least %d", got, n)
-	}
-	return rep, nil
+	return seedErr
 }
