@@ -43,10 +43,12 @@ func (e *executor) DeliveryClaim(ctx context.Context, p *driver.DeliveryClaimPar
 
 // DeliveryRecordAttempt is one statement, one round trip: data-modifying
 // CTEs all run. The attempt is kept even if the lease passed and another
-// dispatcher took the delivery over: the request was sent.
+// dispatcher took the delivery over: the request was sent. A delivery
+// deleted meanwhile (with its endpoint) keeps nothing.
 func (e *executor) DeliveryRecordAttempt(ctx context.Context, p *driver.DeliveryRecordAttemptParams) error {
 	q := `WITH attempt AS (INSERT INTO webhook_attempts (id, delivery_id, attempted_at, status_code, latency_ms,
-		response_excerpt, error) VALUES ($1, $2, $3, $4, $5, $6, $7)),
+		response_excerpt, error) SELECT $1, $2, $3, $4, $5, $6, $7
+		WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = $2)),
 	delivery AS (UPDATE webhook_deliveries SET state = $8, attempts = $9, next_attempt_at = coalesce($10, next_attempt_at),
 		last_status = $4, last_error = $7, claim = NULL, claimed_until = NULL, updated_at = $3 WHERE id = $2 AND claim = $11)
 	`

@@ -91,9 +91,11 @@ func (e *executor) DeliveryClaim(ctx context.Context, p *driver.DeliveryClaimPar
 // dispatcher took the delivery over: the request was sent.
 func (e *executor) DeliveryRecordAttempt(ctx context.Context, p *driver.DeliveryRecordAttemptParams) error {
 	return e.inTx(ctx, func(q querier) error {
+		// A delivery deleted meanwhile (with its endpoint) keeps nothing.
 		if _, err := q.ExecContext(ctx, `INSERT INTO webhook_attempts (id, delivery_id, attempted_at, status_code,
-			latency_ms, response_excerpt, error) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			p.AttemptID, p.DeliveryID, p.Now, p.StatusCode, p.LatencyMS, p.Excerpt, p.Error); err != nil {
+			latency_ms, response_excerpt, error) SELECT ?, ?, ?, ?, ?, ?, ?
+			WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?)`,
+			p.AttemptID, p.DeliveryID, p.Now, p.StatusCode, p.LatencyMS, p.Excerpt, p.Error, p.DeliveryID); err != nil {
 			return err
 		}
 		if _, err := q.ExecContext(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = ?,
