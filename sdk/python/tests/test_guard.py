@@ -184,3 +184,25 @@ def test_async_decorator_and_context_manager(agent: arbiter.Client, uniq: str) -
     asyncio.run(main())
     assert runs == ["c1"]
     assert agent.action_by_key(arbiter.key("note", uniq)).result == "noted"
+
+
+def test_async_client(url: str, uniq: str) -> None:
+    import os
+
+    async def main() -> None:
+        ac = arbiter.AsyncClient(url, os.environ["ARBITER_AGENT_KEY"])
+        k = arbiter.key("async", uniq)
+
+        async def send(attempt: arbiter.Attempt) -> arbiter.Done:
+            await asyncio.sleep(0)
+            return arbiter.Done({"sent": attempt.number}, external_ref="m_1")
+
+        out = await ac.run(arbiter.Spec(key=k, tool="email.send"), send)
+        again = await ac.run(arbiter.Spec(key=k, tool="email.send"), send)
+        assert (out.ran, again.ran, again.result) == (True, False, {"sent": 1})
+        a = await ac.action_by_key(k)
+        page, timeline = await asyncio.gather(ac.list_actions(q=k), ac.entries(a.id))
+        assert [x.id for x in page.actions] == [a.id]
+        assert [e.type for e in timeline] == ["intent", "succeeded"]
+
+    asyncio.run(main())

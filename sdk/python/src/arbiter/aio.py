@@ -59,8 +59,31 @@ class AsyncClient:
     async def submit_wait(self, entry: Entry, wait: float) -> EntryResult:
         return await asyncio.to_thread(self.sync.submit_wait, entry, wait)
 
-    async def list_actions(self, *, status: Union[str, Iterable[str], None] = None, tool: str = "", agent: str = "", since: Optional[datetime] = None, until: Optional[datetime] = None, q: str = "", namespace: str = "", limit: int = 0, cursor: str = "") -> ActionPage:
-        return await asyncio.to_thread(self.sync.list_actions, status=status, tool=tool, agent=agent, since=since, until=until, q=q, namespace=namespace, limit=limit, cursor=cursor)
+    async def list_actions(
+        self,
+        *,
+        status: Union[str, Iterable[str], None] = None,
+        tool: str = "",
+        agent: str = "",
+        since: Optional[datetime] = None,
+        until: Optional[datetime] = None,
+        q: str = "",
+        namespace: str = "",
+        limit: int = 0,
+        cursor: str = "",
+    ) -> ActionPage:
+        return await asyncio.to_thread(
+            self.sync.list_actions,
+            status=status,
+            tool=tool,
+            agent=agent,
+            since=since,
+            until=until,
+            q=q,
+            namespace=namespace,
+            limit=limit,
+            cursor=cursor,
+        )
 
     async def action_by_key(self, key: str, namespace: str = "") -> Action:
         return await asyncio.to_thread(self.sync.action_by_key, key, namespace=namespace)
@@ -71,14 +94,48 @@ class AsyncClient:
     async def entries(self, id: str) -> List[LedgerEntry]:
         return await asyncio.to_thread(self.sync.entries, id)
 
-    async def decide(self, id: str, decision: str, reason: str = "", *, expected_version: Optional[int] = None, acknowledge_duplicate_risk: bool = False, external_ref: Optional[str] = None, result: Any = None) -> DecisionResult:
-        return await asyncio.to_thread(self.sync.decide, id, decision, reason=reason, expected_version=expected_version, acknowledge_duplicate_risk=acknowledge_duplicate_risk, external_ref=external_ref, result=result)
+    async def decide(
+        self,
+        id: str,
+        decision: str,
+        reason: str = "",
+        *,
+        expected_version: Optional[int] = None,
+        acknowledge_duplicate_risk: bool = False,
+        external_ref: Optional[str] = None,
+        result: Any = None,
+    ) -> DecisionResult:
+        return await asyncio.to_thread(
+            self.sync.decide,
+            id,
+            decision,
+            reason=reason,
+            expected_version=expected_version,
+            acknowledge_duplicate_risk=acknowledge_duplicate_risk,
+            external_ref=external_ref,
+            result=result,
+        )
 
     async def decide_many(self, decision: str, reason: str = "", **filter_and_options: Any) -> BulkDecisionResult:
         return await asyncio.to_thread(self.sync.decide_many, decision, reason, **filter_and_options)
 
-    async def create_webhook(self, url: str, event_types: Sequence[str], *, namespaces: Optional[Sequence[str]] = None, format: str = "", description: str = "") -> Webhook:
-        return await asyncio.to_thread(self.sync.create_webhook, url, event_types, namespaces=namespaces, format=format, description=description)
+    async def create_webhook(
+        self,
+        url: str,
+        event_types: Sequence[str],
+        *,
+        namespaces: Optional[Sequence[str]] = None,
+        format: str = "",
+        description: str = "",
+    ) -> Webhook:
+        return await asyncio.to_thread(
+            self.sync.create_webhook,
+            url,
+            event_types,
+            namespaces=namespaces,
+            format=format,
+            description=description,
+        )
 
     async def webhooks(self) -> List[Webhook]:
         return await asyncio.to_thread(self.sync.webhooks)
@@ -86,8 +143,27 @@ class AsyncClient:
     async def webhook(self, id: str) -> Webhook:
         return await asyncio.to_thread(self.sync.webhook, id)
 
-    async def update_webhook(self, id: str, *, url: Optional[str] = None, event_types: Optional[Sequence[str]] = None, namespaces: Optional[Sequence[str]] = None, format: Optional[str] = None, description: Optional[str] = None, enabled: Optional[bool] = None) -> Webhook:
-        return await asyncio.to_thread(self.sync.update_webhook, id, url=url, event_types=event_types, namespaces=namespaces, format=format, description=description, enabled=enabled)
+    async def update_webhook(
+        self,
+        id: str,
+        *,
+        url: Optional[str] = None,
+        event_types: Optional[Sequence[str]] = None,
+        namespaces: Optional[Sequence[str]] = None,
+        format: Optional[str] = None,
+        description: Optional[str] = None,
+        enabled: Optional[bool] = None,
+    ) -> Webhook:
+        return await asyncio.to_thread(
+            self.sync.update_webhook,
+            id,
+            url=url,
+            event_types=event_types,
+            namespaces=namespaces,
+            format=format,
+            description=description,
+            enabled=enabled,
+        )
 
     async def delete_webhook(self, id: str) -> None:
         return await asyncio.to_thread(self.sync.delete_webhook, id)
@@ -104,8 +180,29 @@ class AsyncClient:
     async def redeliver(self, delivery_id: str) -> Delivery:
         return await asyncio.to_thread(self.sync.redeliver, delivery_id)
 
-    async def create_policy(self, name: str, namespace: str, tools: Sequence[str], *, condition: Optional[str] = None, approvals_required: Optional[int] = None, expires_after: Optional[int] = None, escalate_after: Optional[int] = None, enabled: Optional[bool] = None) -> Policy:
-        return await asyncio.to_thread(self.sync.create_policy, name, namespace, tools, condition=condition, approvals_required=approvals_required, expires_after=expires_after, escalate_after=escalate_after, enabled=enabled)
+    async def create_policy(
+        self,
+        name: str,
+        namespace: str,
+        tools: Sequence[str],
+        *,
+        condition: Optional[str] = None,
+        approvals_required: Optional[int] = None,
+        expires_after: Optional[int] = None,
+        escalate_after: Optional[int] = None,
+        enabled: Optional[bool] = None,
+    ) -> Policy:
+        return await asyncio.to_thread(
+            self.sync.create_policy,
+            name,
+            namespace,
+            tools,
+            condition=condition,
+            approvals_required=approvals_required,
+            expires_after=expires_after,
+            escalate_after=escalate_after,
+            enabled=enabled,
+        )
 
     async def policies(self, namespace: str = "") -> List[Policy]:
         return await asyncio.to_thread(self.sync.policies, namespace=namespace)
@@ -113,8 +210,29 @@ class AsyncClient:
     async def policy(self, id: str) -> Policy:
         return await asyncio.to_thread(self.sync.policy, id)
 
-    async def update_policy(self, id: str, *, name: Optional[str] = None, tools: Optional[Sequence[str]] = None, condition: Optional[str] = None, approvals_required: Optional[int] = None, expires_after: Optional[int] = None, escalate_after: Optional[int] = None, enabled: Optional[bool] = None) -> Policy:
-        return await asyncio.to_thread(self.sync.update_policy, id, name=name, tools=tools, condition=condition, approvals_required=approvals_required, expires_after=expires_after, escalate_after=escalate_after, enabled=enabled)
+    async def update_policy(
+        self,
+        id: str,
+        *,
+        name: Optional[str] = None,
+        tools: Optional[Sequence[str]] = None,
+        condition: Optional[str] = None,
+        approvals_required: Optional[int] = None,
+        expires_after: Optional[int] = None,
+        escalate_after: Optional[int] = None,
+        enabled: Optional[bool] = None,
+    ) -> Policy:
+        return await asyncio.to_thread(
+            self.sync.update_policy,
+            id,
+            name=name,
+            tools=tools,
+            condition=condition,
+            approvals_required=approvals_required,
+            expires_after=expires_after,
+            escalate_after=escalate_after,
+            enabled=enabled,
+        )
 
     async def delete_policy(self, id: str) -> None:
         return await asyncio.to_thread(self.sync.delete_policy, id)
@@ -122,7 +240,13 @@ class AsyncClient:
     async def policy_versions(self, id: str) -> List[Policy]:
         return await asyncio.to_thread(self.sync.policy_versions, id)
 
-    async def test_policy(self, namespace: str, tools: Sequence[str], condition: str = "", limit: int = 0) -> PolicyTestResult:
+    async def test_policy(
+        self,
+        namespace: str,
+        tools: Sequence[str],
+        condition: str = "",
+        limit: int = 0,
+    ) -> PolicyTestResult:
         return await asyncio.to_thread(self.sync.test_policy, namespace, tools, condition=condition, limit=limit)
 
     async def health(self) -> None:

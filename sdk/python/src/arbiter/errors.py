@@ -195,8 +195,8 @@ class OutcomeUnknownError(ArbiterError):
         self.action_id, self.key, self.attempt, self.compensation = action_id, key, attempt, compensation
         what = "the compensation of attempt" if compensation else "attempt"
         super().__init__(
-            f"arbiter: {what} {attempt} of action {action_id} (key {key!r}) was interrupted; "
-            "the outcome is unknown and was not reported"
+            f"arbiter: {what} {attempt} of action {action_id} (key {key!r}) ended without a known outcome; "
+            "nothing was reported, and a person decides once its lease passes"
         )
 
 
