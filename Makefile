@@ -1,10 +1,27 @@
 # `make test` is the test command: it runs every test, race detector on,
-# against a real PostgreSQL (see .ci/with-postgres) and SQLite.
+# against a real PostgreSQL (see .ci/with-postgres) and SQLite, then the
+# SDKs' suites against a real `arbiter serve` on both databases.
 
-.PHONY: test test-short test-scale test-reliability generate build fmt vet lint fuzz
+.PHONY: test test-go test-sdk test-sdk-python test-sdk-typescript test-short test-scale test-reliability generate build fmt vet lint fuzz
 
-test:
+test: test-go test-sdk
+
+test-go:
 	.ci/with-postgres go test -race -count=1 ./...
+
+test-sdk: test-sdk-python test-sdk-typescript
+
+# test-sdk-python builds the Python SDK's sdist and wheel (pinned dev tools
+# from the package index), installs the wheel in a fresh virtual environment
+# and runs pytest against a real arbiter serve on SQLite and PostgreSQL.
+test-sdk-python:
+	.ci/with-postgres sdk/python/run-tests all
+
+# test-sdk-typescript tests the TypeScript SDK as users get it: npm ci, build,
+# npm pack, the tarball installed into an empty project, node --test against a
+# real arbiter serve on SQLite and PostgreSQL (needs Node 20+ and npm).
+test-sdk-typescript:
+	sdk/typescript/run-tests all
 
 # test-scale seeds a million actions on PostgreSQL and checks the dashboard's
 # query plans use indexes (a minute or two).
