@@ -9,13 +9,15 @@ import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from datetime import datetime, timedelta, timezone
 from typing import Any, Dict, Iterator, Tuple
 
 import pytest
 
 import arbiter
 from arbiter.heartbeat import FRACTION_OF_LEASE
-from arbiter.types import ANSWERS
+from arbiter.lookup import LOOKUP_ERROR_SAID, ask_downstream, lookup_due, lookup_lease
+from arbiter.types import ANSWERS, MAX_LOOKUPS, TIMED_OUT, LookupAnswer, Reconciliation
 
 REPO = Path(__file__).resolve().parents[3]
 VECTORS = json.loads((REPO / "sdk" / "vectors.json").read_text(encoding="utf-8"))
@@ -44,6 +46,53 @@ def test_backoff_bounds() -> None:
 def test_heartbeat_and_lookup_answers() -> None:
     assert FRACTION_OF_LEASE == pytest.approx(VECTORS["heartbeat"]["fraction_of_lease"])
     assert list(ANSWERS) == VECTORS["lookup_answers"]["values"]
+
+
+LOOKUPS = VECTORS["lookups"]
+
+
+def test_lookup_budget_pause_lease_and_failure_evidence() -> None:
+    w = arbiter.Worker(arbiter.Client("http://127.0.0.1:1", "ak_x"))
+    assert MAX_LOOKUPS == LOOKUPS["max_lookups"]
+    assert w.lookup_timeout == LOOKUPS["default_timeout_s"]
+    assert w.lookup_retry == LOOKUPS["retry_after_s"]
+    assert lookup_lease(w.lookup_timeout) == LOOKUPS["default_timeout_s"] + LOOKUPS["lease_margin_s"]
+    assert lookup_lease(5000) == 3600
+    assert LOOKUP_ERROR_SAID == LOOKUPS["failed_said_prefix"]
+    q = arbiter.LookupRequest(action_id="a", key="k", tool="t", effect="keyed", attempt=1)
+
+    def raises(_: arbiter.LookupRequest) -> arbiter.LookupResult:
+        raise ConnectionRefusedError("connection refused")
+
+    def overruns(_: arbiter.LookupRequest) -> str:
+        threading.Event().wait(1)
+        return "happened"
+
+    for lookup in (raises, overruns):
+        got = ask_downstream(lookup, q, 0.2)
+        assert got.answer == "unknown"
+        assert list(got.evidence) == [LOOKUPS["failed_evidence_key"]]
+        # What the ledger keeps of that evidence (compact JSON) starts as the
+        # vectors say, so any worker recognises a failed lookup.
+        said = json.dumps(got.evidence, separators=(",", ":"))
+        assert said.startswith(LOOKUPS["failed_said_prefix"])
+
+
+@pytest.mark.parametrize("case", LOOKUPS["due"], ids=lambda c: c["case"])
+def test_lookup_due(case: Dict[str, Any]) -> None:
+    now = datetime.now(timezone.utc)
+    at = {"now": now, "long_ago": now - timedelta(hours=1), "future": now + timedelta(minutes=1)}
+    a = arbiter.Action(id="a", namespace="sdk", key="k", tool="t", effect="keyed", status=TIMED_OUT,
+                       attempt=max(case.get("attempt", 1), 1), version=3)
+    r = case["reconciliation"]
+    if r is not None:
+        a.reconciliation = Reconciliation(lookup_attempt=r["lookup_attempt"], lookups=r["lookups"],
+                                          lookup_until=at[r["lookup_until"]] if "lookup_until" in r else None)
+        if "last_lookup" in r:
+            last = r["last_lookup"]
+            a.reconciliation.last_lookup = LookupAnswer(attempt=last["attempt"], answer=last["answer"],
+                                                        said=last["said"], at=at[last["at"]])
+    assert lookup_due(a, now, float(LOOKUPS["retry_after_s"])) is case["due"]
 
 
 ERRORS = {

@@ -24,6 +24,16 @@ __all__ = ["LookupRequest", "LookupResult", "LookupFunc"]
 # about again.
 LOOKUP_ERROR_SAID = '{"lookup_error":'
 
+# The lookup lease a worker asks for: the lookup's own timeout and time to
+# report its answer, within the ledger's bound.
+LEASE_MARGIN = 10.0
+MAX_LOOKUP_LEASE = 3600.0
+
+
+def lookup_lease(timeout: float) -> float:
+    """The lookup lease for a lookup bounded by timeout seconds."""
+    return min(timeout + LEASE_MARGIN, MAX_LOOKUP_LEASE)
+
 
 @dataclass
 class LookupRequest:

@@ -20,6 +20,7 @@ from .lookup import (
     ask_downstream,
     external_refs,
     lookup_due,
+    lookup_lease,
     lookup_result_entry,
     now,
 )
@@ -269,7 +270,7 @@ class Worker:
         entries = self.client.entries(a.id)
         spec = Spec(key=a.key, tool=a.tool, agent=self.agent)
         take = spec.entry("lookup", a.attempt)
-        take.timeout = min(self.lookup_timeout + 10, 3600)
+        take.timeout = lookup_lease(self.lookup_timeout)
         try:
             res = self.client.submit(take)
         except APIError as e:
