@@ -67,6 +67,14 @@ export type LookupFunc = (request: LookupRequest, signal: AbortSignal) => Promis
  */
 const LOOKUP_ERROR_SAID = '{"lookup_error":';
 
+/** The lookup lease beyond the lookup's own timeout: time to report the answer. */
+export const LOOKUP_LEASE_MARGIN_MS = 10_000;
+
+/** The lookup lease, in seconds, a worker asks for a lookup that may run timeoutMs: at most an hour. */
+export function lookupLeaseS(timeoutMs: number): number {
+  return Math.min(timeoutMs + LOOKUP_LEASE_MARGIN_MS, 3_600_000) / 1000;
+}
+
 /**
  * Whether the worker should look the timed-out action up now: not while
  * another lookup's lease is live, not once the attempt's lookups are
@@ -101,7 +109,7 @@ export async function lookUp(w: Worker, a: Action, h: Handler, signal?: AbortSig
   const entries = await client.entries(a.id, { signal });
   const who = { key: a.key, agent: w.opts.agent };
   const take = entryOf(who, "lookup", a.attempt);
-  take.timeout = Math.min(w.opts.lookupTimeoutMs + 10_000, 3_600_000) / 1000;
+  take.timeout = lookupLeaseS(w.opts.lookupTimeoutMs);
   let res;
   try {
     res = await client.submit(take, { signal });

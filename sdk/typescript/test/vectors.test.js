@@ -1,11 +1,12 @@
-// sdk/vectors.json: keys and backoff bounds, the behaviour every SDK
-// shares (what each answer means is in answers.test.js, against the server).
+// sdk/vectors.json: keys, backoff bounds and when a worker looks a
+// timed-out attempt up, the behaviour every SDK shares (what each answer
+// means is in answers.test.js, against the server).
 
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { test } from "node:test";
-import { Client, DEFAULT_BACKOFF, MAX_KEY_BYTES, backoffBound, backoffPause, key } from "@arbiter-ledger/arbiter";
-import { vectors } from "./helpers.js";
+import { Client, DEFAULT_BACKOFF, MAX_KEY_BYTES, backoffBound, backoffPause, key, lookupDue } from "@arbiter-ledger/arbiter";
+import { client, fresh, memoryLogger, noServer, untilStatus, vectors } from "./helpers.js";
 
 const v = vectors();
 
@@ -58,4 +59,90 @@ test("backoff: the client's default has the shared bounds, and pauses stay withi
 test("lookup answers: the SDK's are the shared ones", async () => {
   const { ANSWERS } = await import("@arbiter-ledger/arbiter");
   assert.deepEqual([...ANSWERS], v.lookup_answers.values);
+});
+
+test("lookups: when a worker looks a timed-out attempt up, every case of sdk/vectors.json", async () => {
+  const { MAX_LOOKUPS, Worker } = await import("@arbiter-ledger/arbiter");
+  const l = v.lookups;
+  assert.equal(MAX_LOOKUPS, l.max_lookups);
+  const w = new Worker(new Client("http://127.0.0.1:1", "ak_x"));
+  assert.equal(w.opts.lookupRetryMs, l.retry_after_s * 1000, "the pause before a failed lookup is asked again");
+  assert.equal(w.opts.lookupTimeoutMs, l.default_timeout_s * 1000, "the default lookup timeout");
+  assert.ok(l.due.length >= 8, `only ${l.due.length} cases`);
+  const now = Date.now();
+  const at = { now, long_ago: now - 3_600_000, future: now + 60_000 };
+  const iso = (name) => {
+    assert.ok(name in at, `unknown time ${name}`);
+    return new Date(at[name]).toISOString();
+  };
+  for (const c of l.due) {
+    const a = { status: "timed_out", attempt: Math.max(c.attempt ?? 1, 1), reconciliation: null };
+    const r = c.reconciliation;
+    if (r) {
+      a.reconciliation = {
+        key_expires_at: null,
+        lookup_attempt: r.lookup_attempt,
+        lookups: r.lookups,
+        lookup_until: r.lookup_until ? iso(r.lookup_until) : null,
+        last_lookup: r.last_lookup ? { ...r.last_lookup, at: iso(r.last_lookup.at) } : null,
+        compensation_failures: 0,
+        compensation_error: null,
+        compensation_timed_out: false,
+      };
+    }
+    assert.equal(lookupDue(a, now, w.opts.lookupRetryMs), c.due, c.case);
+  }
+  // The pause doubles with each lookup of the attempt: after the second
+  // failed lookup, one retry_after_s is not enough, two are.
+  const failedAgo = (s, lookups) => ({
+    status: "timed_out",
+    attempt: 1,
+    reconciliation: {
+      lookup_attempt: 1,
+      lookups,
+      lookup_until: null,
+      last_lookup: { attempt: 1, answer: "unknown", said: `${l.failed_said_prefix}"down"}`, at: new Date(now - s * 1000).toISOString() },
+    },
+  });
+  assert.equal(lookupDue(failedAgo(l.retry_after_s + 1, 2), now, w.opts.lookupRetryMs), false);
+  assert.equal(lookupDue(failedAgo(2 * l.retry_after_s + 1, 2), now, w.opts.lookupRetryMs), true);
+});
+
+test("lookups: the lease a worker takes is the lookup's timeout plus the shared margin, at most an hour", async () => {
+  const { LOOKUP_LEASE_MARGIN_MS, lookupLeaseS } = await import("@arbiter-ledger/arbiter");
+  const l = v.lookups;
+  assert.equal(LOOKUP_LEASE_MARGIN_MS, l.lease_margin_s * 1000);
+  assert.equal(lookupLeaseS(l.default_timeout_s * 1000), l.default_timeout_s + l.lease_margin_s);
+  assert.equal(lookupLeaseS(1000), 1 + l.lease_margin_s);
+  assert.equal(lookupLeaseS(3_595_000), 3600);
+});
+
+test("lookups: a lookup that throws is reported unknown with the shared evidence, under the shared lease", { skip: noServer || false }, async () => {
+  const { Worker, retriable } = await import("@arbiter-ledger/arbiter");
+  const l = v.lookups;
+  const agent = client("agent");
+  const { key: k, tool } = fresh();
+  await assert.rejects(
+    agent.guard({ key: k, tool, effect: "keyed", timeoutMs: 1000 }, () => {
+      throw retriable(new Error("never reported"));
+    }),
+  );
+  // A failed retriable attempt is not timed out: start attempt 2 and let its lease pass.
+  const second = await agent.submit({ key: k, type: "intent", tool, effect: "keyed", timeout: 1 });
+  assert.equal(second.outcome, "proceed");
+  await untilStatus(agent, k, "timed_out");
+  const w = new Worker(agent, { logger: memoryLogger(), lookupTimeoutMs: 2000 }).handleLookup(tool, () => {
+    throw new Error("provider search is down");
+  });
+  await w.runOnce();
+  const a = await agent.actionByKey(k);
+  assert.equal(a.status, "timed_out");
+  const entries = await agent.entries(a.id);
+  const take = entries.findLast((e) => e.type === "lookup");
+  assert.equal(take.payload.timeout, 2 + l.lease_margin_s, "lookup lease: the timeout plus the margin");
+  const said = entries.findLast((e) => e.type === "lookup_result");
+  assert.equal(said.payload.answer, "unknown");
+  assert.deepEqual(said.payload.evidence, { [l.failed_evidence_key]: "provider search is down" });
+  assert.ok(a.reconciliation.last_lookup.said.startsWith(l.failed_said_prefix), a.reconciliation.last_lookup.said);
+  assert.equal(lookupDue(a, Date.now(), w.opts.lookupRetryMs), false, "not again before retry_after_s");
 });
