@@ -8,6 +8,9 @@ import subprocess
 import sys
 import venv
 from pathlib import Path
+from typing import Optional
+
+import pytest
 
 import arbiter
 
@@ -39,22 +42,49 @@ def _scan(python: str) -> dict:
     return json.loads(out.stdout)
 
 
-def test_the_wheel_imports_only_the_standard_library(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def bare(tmp_path_factory: pytest.TempPathFactory) -> Optional[str]:
+    """The python of an environment with the wheel alone, installed without
+    looking at the index (a dependency would fail to install or to import);
+    None when the tests run from the source tree."""
     wheel = os.environ.get("ARBITER_PY_WHEEL")
-    python = sys.executable
-    if wheel:
-        # An environment with the wheel alone, installed without looking at
-        # the index: a dependency would fail to install or to import.
-        venv.create(tmp_path / "bare", with_pip=True)
-        python = str(tmp_path / "bare" / "bin" / "python")
-        subprocess.run([python, "-m", "pip", "install", "-q", "--no-index", "--disable-pip-version-check", wheel],
-                       check=True)
-    got = _scan(python)
+    if not wheel:
+        return None
+    env = tmp_path_factory.mktemp("bare")
+    venv.create(env, with_pip=True)
+    python = str(env / "bin" / "python")
+    subprocess.run([python, "-m", "pip", "install", "-q", "--no-index", "--disable-pip-version-check", wheel],
+                   check=True)
+    return python
+
+
+def test_the_wheel_imports_only_the_standard_library(bare: Optional[str]) -> None:
+    got = _scan(bare or sys.executable)
     assert got["loaded"] > 10  # the scan saw the package's imports
     assert got["outside"] == []
     assert not got["requires"]
-    if wheel:
+    if bare:
         assert "site-packages" in got["file"]
+        # Where the frameworks are installed (the tests' environment), the
+        # adapters still leave them unimported until used.
+        assert _scan(sys.executable)["outside"] == []
+
+
+ADAPTER_WITHOUT_FRAMEWORK = r"""
+import arbiter
+from arbiter.adapters.openai_agents import guarded_tool
+try:
+    guarded_tool(tool="t", key="k")
+except ModuleNotFoundError as e:
+    print(e)
+"""
+
+
+def test_an_adapter_without_its_framework_says_what_to_install(bare: Optional[str]) -> None:
+    if not bare:
+        pytest.skip("run by run-tests: only the wheel alone has no framework beside it")
+    out = subprocess.run([bare, "-c", ADAPTER_WITHOUT_FRAMEWORK], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "arbiter: this adapter needs openai-agents (pip install openai-agents)"
 
 
 def test_tests_run_against_the_installed_wheel() -> None:

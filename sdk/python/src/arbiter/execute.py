@@ -161,7 +161,7 @@ class Spec:
         return e
 
 
-def run(client: Client, spec: Spec, fn: Callable[[Attempt], Any]) -> Outcome:
+def run(client: Client, spec: Spec, fn: Callable[[Attempt], Any], answer: Optional[EntryResult] = None) -> Outcome:
     """Performs one side effect the safe way, as the ledger decides:
 
     - The intent first. If Arbiter cannot be reached then, fn does not run:
@@ -188,8 +188,12 @@ def run(client: Client, spec: Spec, fn: Callable[[Attempt], Any]) -> Outcome:
     outcome unknown: nothing is reported, OutcomeUnknownError is raised. A
     BaseException that is not an Exception (KeyboardInterrupt) stops the
     heartbeats and passes through, reporting nothing.
+
+    ``answer`` is the ledger's answer to this call's intent when the caller
+    already asked (ask), as a framework's approval check does: the intent
+    is not sent again.
     """
-    res = ask(client, spec)
+    res = answer if answer is not None else ask(client, spec)
     if res.outcome == PROCEED:
         a = attempt_of(spec, res)
         hb = start_heartbeats(client, spec, a)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, Optional, Type
 from . import execute
 from .errors import ArbiterError, Compensated, Replayed
 from .execute import Attempt, Outcome, Spec
-from .types import COMPENSATE, PROCEED
+from .types import COMPENSATE, PROCEED, EntryResult
 
 if TYPE_CHECKING:
     from .client import Client
@@ -242,11 +242,12 @@ def _returned(out: Outcome) -> Any:
     return out.result
 
 
-async def arun(client: Client, spec: Spec, fn: Callable[[Attempt], Awaitable[Any]]) -> Outcome:
+async def arun(client: Client, spec: Spec, fn: Callable[[Attempt], Awaitable[Any]],
+               answer: Optional[EntryResult] = None) -> Outcome:
     """execute.run for a coroutine function: the requests run in threads,
     fn on the event loop. When the lease is lost, fn's task is cancelled and
     the outcome is unknown."""
-    res = await asyncio.to_thread(execute.ask, client, spec)
+    res = answer if answer is not None else await asyncio.to_thread(execute.ask, client, spec)
     if res.outcome == COMPENSATE:
         comp = spec.compensate
         if comp is not None and inspect.iscoroutinefunction(comp):

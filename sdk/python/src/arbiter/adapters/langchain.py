@@ -1,0 +1,171 @@
+"""A LangChain v1 agent middleware (``pip install langchain``) that guards
+the tool calls it is configured for, each as one guarded call.
+
+    from langchain.agents import create_agent
+    from arbiter.adapters.langchain import current_attempt, guard_tools
+
+    @tool
+    def refund(order_id: str, amount_cents: int) -> str:
+        \"\"\"Refunds an order.\"\"\"
+        return psp.refund(order_id, amount_cents, idempotency_key=current_attempt().key)
+
+    agent = create_agent(model, tools=[refund], middleware=[guard_tools({
+        "refund": arbiter.guard(tool="payments.refund", effect="keyed",
+                                key=lambda order_id, **_: arbiter.key("refund", order_id)),
+    })])
+
+For each call of a configured tool (by the name the model calls), the
+middleware's ``wrap_tool_call`` records the intent under the key the
+Guard's ``key`` makes of the call's arguments (the params default to the
+arguments), runs the tool only on proceed, with heartbeats, and reports its
+outcome: the ToolMessage's content is the saved result, and an error
+ToolMessage (a tool error the ToolNode handled) is recorded as failed. A
+replay answers with the saved content and the tool does not run; an answer
+that lets nothing run (held, awaiting approval, denied, key reused,
+Arbiter unreachable …) becomes an error ToolMessage telling the model what
+happened. Inside the tool, ``current_attempt()`` is the Attempt (its
+``key`` is the downstream's idempotency key). Other tools pass through
+untouched.
+
+The framework is imported when the middleware is made, never by ``import
+arbiter``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, Mapping, Optional
+
+from .. import execute
+from ..errors import ArbiterError, OutcomeUnknownError, ReportError
+from ..execute import Attempt, Done, Outcome
+from ..guard import Guard, arun
+from . import framework, model_message
+
+if TYPE_CHECKING:
+    from langchain.agents.middleware import AgentMiddleware, ToolCallRequest
+    from langchain_core.messages import ToolMessage
+
+    from ..client import Client
+
+__all__ = ["guard_tools", "current_attempt"]
+
+_attempt: contextvars.ContextVar[Optional[Attempt]] = contextvars.ContextVar("arbiter_attempt", default=None)
+
+
+def current_attempt() -> Attempt:
+    """The Attempt of the guarded tool call running now (in the tool's
+    code): pass its ``key`` to the downstream as the idempotency key."""
+    a = _attempt.get()
+    if a is None:
+        raise ArbiterError("arbiter: current_attempt() outside a tool call guarded by guard_tools")
+    return a
+
+
+def guard_tools(guards: Mapping[str, Guard], *, client: Optional[Client] = None) -> AgentMiddleware:
+    """The middleware guarding each tool named in guards (the name the
+    model calls) with its Guard, made with arbiter.guard(tool=...,
+    effect=..., key=...); ``key``, ``params`` and ``reference`` are
+    functions of the call's arguments. ``client`` is the Guards' when they
+    name none."""
+    AgentMiddleware = framework("langchain.agents.middleware", "langchain").AgentMiddleware
+    from langchain_core.messages import ToolMessage
+
+    table = dict(guards)
+
+    class _ToolError(Exception):
+        """An error ToolMessage from the handler, recorded as failed and
+        then given to the model as it was."""
+
+        def __init__(self, msg: ToolMessage) -> None:
+            super().__init__(_text(msg.content))
+            self.msg = msg
+
+    class ArbiterMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+        """Guards the configured tools' calls with Arbiter."""
+
+        def _call(self, request: ToolCallRequest) -> Any:
+            call = request.tool_call
+            g = table.get(call["name"])
+            if g is None:
+                return None
+            c = g._client if g._client is not None else (client or g.client)
+            return g, c, g.spec(dict(call.get("args") or {}))
+
+        def wrap_tool_call(self, request: ToolCallRequest,
+                           handler: Callable[[ToolCallRequest], Any]) -> Any:
+            got = self._call(request)
+            if got is None:
+                return handler(request)
+            g, c, spec = got
+            kept: Dict[str, Any] = {}
+
+            def run(a: Attempt) -> Done:
+                token = _attempt.set(a)
+                try:
+                    msg = handler(request)
+                finally:
+                    _attempt.reset(token)
+                return _done(msg, kept)
+
+            try:
+                out = execute.run(c, spec, run)
+            except _ToolError as e:
+                return e.msg
+            except (OutcomeUnknownError, ReportError):
+                raise  # the effect may have happened: not the model's to retry
+            except ArbiterError as e:
+                return _refused(request, e)
+            return _answer(request, out, kept)
+
+        async def awrap_tool_call(self, request: ToolCallRequest,
+                                  handler: Callable[[ToolCallRequest], Awaitable[Any]]) -> Any:
+            got = self._call(request)
+            if got is None:
+                return await handler(request)
+            g, c, spec = got
+            kept: Dict[str, Any] = {}
+
+            async def run(a: Attempt) -> Done:
+                _attempt.set(a)  # this task's context only
+                return _done(await handler(request), kept)
+
+            try:
+                out = await arun(c, spec, run)
+            except _ToolError as e:
+                return e.msg
+            except (OutcomeUnknownError, ReportError):
+                raise
+            except ArbiterError as e:
+                return _refused(request, e)
+            return _answer(request, out, kept)
+
+    def _done(msg: Any, kept: Dict[str, Any]) -> Done:
+        kept["msg"] = msg
+        if isinstance(msg, ToolMessage):
+            if msg.status == "error":
+                raise _ToolError(msg)
+            return Done(msg.content)
+        return Done(None)  # a Command: the graph's business, nothing to save
+
+    def _answer(request: ToolCallRequest, out: Outcome, kept: Dict[str, Any]) -> Any:
+        if out.ran and "msg" in kept:
+            return kept["msg"]
+        call = request.tool_call
+        if out.compensated:
+            return ToolMessage(content=f"Undone: an operator asked to compensate this action, and the compensation "
+                                       f"ran ({out.external_ref or 'no reference'}).", tool_call_id=call["id"],
+                               name=call["name"])
+        content = out.result if isinstance(out.result, (str, list)) else json.dumps(out.result)
+        return ToolMessage(content=content, tool_call_id=call["id"], name=call["name"])
+
+    def _refused(request: ToolCallRequest, err: ArbiterError) -> ToolMessage:
+        call = request.tool_call
+        return ToolMessage(content=model_message(err), tool_call_id=call["id"], name=call["name"], status="error")
+
+    return ArbiterMiddleware()
+
+
+def _text(content: Any) -> str:
+    return content if isinstance(content, str) else json.dumps(content)
