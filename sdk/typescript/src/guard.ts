@@ -155,9 +155,11 @@ export async function guard(client: Client, spec: GuardSpec, fn: GuardFunc, sign
  * and reports its outcome; replay returns the saved result (or a
  * FinishedError); in_progress waits up to spec.waitMs; held, denied and
  * pending approval (after spec.approvalWaitMs) throw their errors;
- * compensate runs spec.compensate.
+ * compensate runs spec.compensate. `first` is the answer to the intent
+ * when the caller recorded it already (submitIntent): the guard goes on
+ * from it instead of recording the intent again.
  */
-export async function settle(client: Client, spec: GuardSpec, fn: GuardFunc, signal?: AbortSignal): Promise<Settled> {
+export async function settle(client: Client, spec: GuardSpec, fn: GuardFunc, signal?: AbortSignal, first?: EntryResult): Promise<Settled> {
   try {
     const intent = intentOf(spec);
     const start = Date.now();
@@ -165,7 +167,8 @@ export async function settle(client: Client, spec: GuardSpec, fn: GuardFunc, sig
       let res: EntryResult;
       try {
         const left = approvalWaitLeftS(spec, start);
-        res = n > 0 && left > 0 ? await client.submitWait(intent, left, { signal }) : await client.submit(intent, { signal });
+        if (n === 0 && first) res = first; // the intent was recorded already (see submitIntent)
+        else res = n > 0 && left > 0 ? await client.submitWait(intent, left, { signal }) : await client.submit(intent, { signal });
       } catch (err) {
         if (isUnavailable(err)) throw new UnreachableError(spec.key, err);
         throw err;
@@ -226,6 +229,11 @@ export function entryOf(spec: Pick<GuardSpec, "key" | "agent" | "runId">, type: 
   if (spec.agent) e.agent = spec.agent;
   if (spec.runId) e.run_id = spec.runId;
   return e;
+}
+
+/** Records the spec's intent, as the guard's first step does; settle(…, first) goes on from its answer. */
+export function submitIntent(client: Client, spec: GuardSpec, signal?: AbortSignal): Promise<EntryResult> {
+  return client.submit(intentOf(spec), { signal });
 }
 
 function intentOf(spec: GuardSpec): Entry {

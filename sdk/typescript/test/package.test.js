@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -31,6 +31,32 @@ test("ESM with type declarations", async () => {
   }
   const dts = readFileSync(join(root, pkg.exports["."].types), "utf8");
   assert.match(dts, /export \{ Client/);
+});
+
+test("the framework adapters are entry points of their own that import no framework at run time", async () => {
+  for (const [entry, names] of [
+    ["./ai-sdk", ["arbiterTool", "arbiterApprovals"]],
+    ["./openai-agents", ["arbiterTool", "applyArbiterApprovals"]],
+  ]) {
+    assert.ok(existsSync(join(root, pkg.exports[entry].types)), `${entry} has declarations`);
+    const m = await import(`@arbiter-ledger/arbiter/${entry.slice(2)}`);
+    for (const name of names) assert.equal(typeof m[name], "function", `${entry} exports ${name}`);
+  }
+  // Every module of the build imports only its siblings (and node: built-ins):
+  // no framework, no dependency, whichever entry point is loaded.
+  const dist = join(root, "dist");
+  let imports = 0;
+  for (const f of readdirSync(dist).filter((f) => f.endsWith(".js"))) {
+    const src = readFileSync(join(dist, f), "utf8");
+    for (const m of src.matchAll(/(?:^|\n)\s*(?:import|export)\b[^;]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g)) {
+      const spec = m[1] ?? m[2];
+      assert.match(spec, /^(\.\/|node:)/, `dist/${f} imports ${spec}`);
+      imports++;
+    }
+  }
+  assert.ok(imports > 10, `only ${imports} imports found: the check reads nothing`);
+  const core = readFileSync(join(dist, "index.js"), "utf8");
+  assert.doesNotMatch(core, /ai-sdk|openai-agents|tools\.js/, "the core entry point does not load the adapters");
 });
 
 test("the tarball holds the build and the README, and the tests run against it", { skip: tarball ? false : "no ARBITER_SDK_TARBALL" }, () => {

@@ -1,0 +1,134 @@
+/**
+ * Arbiter for OpenAI Agents JS (`@openai/agents`, tested with the versions
+ * the README names): a tool's execute guarded by the ledger, and its
+ * needsApproval answered from Arbiter's approval. Nothing of the framework
+ * is imported: spread what arbiterTool returns into its own tool().
+ *
+ *   const refund = tool({
+ *     name: "refund",
+ *     description: "Refund an order",
+ *     parameters: z.object({ order: z.string(), amountCents: z.number() }),
+ *     ...arbiterTool(arbiter, {
+ *       tool: "payments.refund",
+ *       key: (input: Refund) => key("refund", input.order),
+ *       effect: "keyed",
+ *       requireApproval: true,
+ *       execute: (input, attempt, signal) => payments.refund(input, { idempotencyKey: attempt.key, signal }),
+ *     }),
+ *   });
+ *
+ * A call whose action waits for people's approval in Arbiter interrupts
+ * the run (result.interruptions); applyArbiterApprovals() approves or
+ * rejects each interruption on the run state as Arbiter decided, and
+ * run(agent, result.state) goes on: approved runs the tool, rejected (or
+ * expired) gives the model who refused it and why.
+ */
+
+import type { Client } from "./client.js";
+import {
+  ArbiterError,
+  CompensationRequestedError,
+  DeniedError,
+  FinishedError,
+  HeldError,
+  InProgressError,
+  OutcomeUnknownError,
+  PendingApprovalError,
+  ReportError,
+  UnreachableError,
+} from "./errors.js";
+import { carrying, decisions, toolGuardOf, ToolGuard, type ApprovalState, type ToolGuardOptions } from "./tools.js";
+
+export { ToolGuard, type ApprovalState, type ToolGuardOptions } from "./tools.js";
+
+/** The part of an OpenAI Agents function tool that Arbiter supplies. */
+export interface ArbiterAgentsTool<I, O> {
+  execute: (input: I, context?: unknown, details?: { signal?: AbortSignal }) => Promise<O>;
+  needsApproval: (runContext: unknown, input: I, callId?: string) => Promise<boolean>;
+  /** What the model hears when the call did not complete: Arbiter's reason (held, awaiting approval, denied, …); the framework's default for other errors. */
+  errorFunction: (context: unknown, error: unknown) => string;
+}
+
+/** The framework's own answer to a failed tool call, for errors that are not Arbiter's. */
+const DEFAULT_TOOL_ERROR = "An error occurred while running the tool. Please try again.";
+
+/** The guard's answers: their messages say what happened to the action and who decides. */
+const ANSWERS = [ArbiterError, CompensationRequestedError, DeniedError, FinishedError, HeldError, InProgressError, OutcomeUnknownError, PendingApprovalError, ReportError, UnreachableError];
+
+/** The guard's answer in err or its causes (the framework may wrap it). */
+function answerIn(err: unknown): Error | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; depth++, e = e.cause) {
+    if (ANSWERS.some((c) => e instanceof c)) return e as Error;
+  }
+  return undefined;
+}
+
+/**
+ * The execute, needsApproval and errorFunction of an OpenAI Agents tool
+ * guarded by Arbiter; execute and needsApproval behave as the AI SDK
+ * adapter's (see ai-sdk.ts). The errorFunction tells the model why the
+ * call did not run (held for a person, awaiting approval, denied), where
+ * the framework's default would invite it to try again.
+ */
+export function arbiterTool<I, O>(client: Client, options: ToolGuardOptions<I, O>): ArbiterAgentsTool<I, O> {
+  const g = new ToolGuard(client, options);
+  return {
+    execute: (input, _context, details) => g.execute(input, details?.signal),
+    needsApproval: carrying((_runContext: unknown, input: I) => g.needsApproval(input), g),
+    errorFunction: (_context, error) => answerIn(error)?.message ?? DEFAULT_TOOL_ERROR,
+  };
+}
+
+/** The parts of a run's approval item and result this module reads. */
+export interface ApprovalItem {
+  name?: string | undefined;
+  arguments?: string | undefined;
+  agent: { tools: readonly unknown[] };
+}
+export interface InterruptedRun<T extends ApprovalItem> {
+  interruptions: readonly T[];
+  state: {
+    approve(item: T): void;
+    reject(item: T, options?: { message?: string }): void;
+  };
+}
+
+/**
+ * Approves or rejects, on result.state, each interruption of tools that
+ * arbiterTool built, as Arbiter decided: approved → state.approve;
+ * rejected or expired → state.reject with who and why as the message the
+ * model sees. Waits up to waitMs (default 0) for undecided ones, polling.
+ * Then run(agent, result.state) goes on; with undecided ones left, the
+ * run interrupts again on them.
+ */
+export async function applyArbiterApprovals<T extends ApprovalItem>(
+  result: InterruptedRun<T>,
+  options: { waitMs?: number; pollMs?: number; signal?: AbortSignal } = {},
+): Promise<{ approved: T[]; rejected: T[]; undecided: { item: T; decision: ApprovalState }[] }> {
+  const calls = [];
+  for (const item of result.interruptions) {
+    const t = item.agent.tools.find((t) => (t as { name?: string }).name === item.name) as { needsApproval?: unknown } | undefined;
+    const guard = toolGuardOf(t?.needsApproval);
+    if (!guard) continue;
+    let input: unknown;
+    try {
+      input = JSON.parse(item.arguments ?? "{}");
+    } catch {
+      continue; // the framework refuses input it cannot parse itself
+    }
+    calls.push({ item, guard, input });
+  }
+  const { decided, undecided } = await decisions(calls, options);
+  const approved: T[] = [];
+  const rejected: T[] = [];
+  for (const { item, decision } of decided) {
+    if (decision.state === "approved") {
+      result.state.approve(item);
+      approved.push(item);
+    } else if (decision.state === "denied") {
+      result.state.reject(item, { message: decision.reason });
+      rejected.push(item);
+    }
+  }
+  return { approved, rejected, undecided };
+}

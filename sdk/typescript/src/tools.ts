@@ -1,0 +1,237 @@
+// An agent framework's tool, guarded by Arbiter: the framework decides
+// when the model's tool call runs, Arbiter decides whether it may. The
+// adapters for the Vercel AI SDK (ai-sdk.ts) and OpenAI Agents
+// (openai-agents.ts) are thin layers over this file, which knows no
+// framework: they hand the framework an `execute` and a `needsApproval`
+// built here, and read Arbiter's approval back into the framework's own
+// approve and reject.
+
+import type { Client } from "./client.js";
+import { isCode, isUnavailable } from "./errors.js";
+import { settle, submitIntent, type Attempt, type GuardSpec } from "./guard.js";
+import type { Action, Effect, EntryResult } from "./types.js";
+
+/** Describes the side effect a framework tool performs and how Arbiter guards it. */
+export interface ToolGuardOptions<I, O> {
+  /** The ledger's name for the operation, e.g. "payments.refund". */
+  tool: string;
+  /** The action's key from the model's input: derive it from the business identity with key(), never from the call id. */
+  key: (input: I) => string;
+  /** How safe a repeat is (default unkeyed). */
+  effect?: Effect;
+  /** The params recorded (with the tool, the action's fingerprint). Default: the input itself. */
+  params?: (input: I) => Record<string, unknown>;
+  /** Holds the first intent for a person's approval (a policy may hold it too). */
+  requireApproval?: boolean | ((input: I) => boolean);
+  /** A business reference shown to operators. */
+  reference?: (input: I) => string | undefined;
+  /** The lease of an attempt (default 300 000 ms); see GuardSpec.timeoutMs. */
+  timeoutMs?: number;
+  /** How long the downstream honours the key; see GuardSpec.keyTtlMs. */
+  keyTtlMs?: number;
+  agent?: string;
+  runId?: string;
+  /** How long execute waits for another attempt in progress (default 0). */
+  waitMs?: number;
+  /** The effect's id downstream, from what execute returned: saved on the action. */
+  externalRef?: (output: O) => string | undefined;
+  /**
+   * Performs the effect, once the ledger said proceed. Pass attempt.key to
+   * the downstream as its idempotency key. Its errors mean what a
+   * GuardFunc's do (retriable(), unknown()). What it returns is saved as
+   * the action's result (JSON, at most 64 KiB) and given to the model; a
+   * replay gives the model the saved result without running it.
+   */
+  execute: (input: I, attempt: Attempt, signal: AbortSignal) => Promise<O> | O;
+}
+
+/** What Arbiter decided about the approval of the action a tool call would perform. */
+export type ApprovalState =
+  | { state: "approved"; action: Action }
+  | { state: "denied"; reason: string; action: Action }
+  | { state: "pending"; action: Action | null; url: string };
+
+/** The property under which an adapter's needsApproval carries its ToolGuard, for the approval helpers. */
+export const TOOL_GUARD: unique symbol = Symbol.for("@arbiter-ledger/arbiter.toolGuard");
+
+/** A framework-neutral guarded tool: see ToolGuardOptions. */
+export class ToolGuard<I, O> {
+  readonly client: Client;
+  readonly options: ToolGuardOptions<I, O>;
+  // Intents recorded by needsApproval that the ledger answered proceed:
+  // the attempt has begun, and the execute that follows runs it.
+  readonly #started = new Map<string, { res: EntryResult; at: number }>();
+
+  constructor(client: Client, options: ToolGuardOptions<I, O>) {
+    this.client = client;
+    this.options = options;
+  }
+
+  /** The guard spec for one tool call. */
+  spec(input: I): GuardSpec {
+    const o = this.options;
+    const spec: GuardSpec = {
+      key: o.key(input),
+      tool: o.tool,
+      params: o.params ? o.params(input) : paramsOf(input),
+    };
+    if (o.effect) spec.effect = o.effect;
+    if (typeof o.requireApproval === "function" ? o.requireApproval(input) : o.requireApproval) spec.requireApproval = true;
+    const ref = o.reference?.(input);
+    if (ref) spec.reference = ref;
+    if (o.timeoutMs) spec.timeoutMs = o.timeoutMs;
+    if (o.keyTtlMs) spec.keyTtlMs = o.keyTtlMs;
+    if (o.agent) spec.agent = o.agent;
+    if (o.runId) spec.runId = o.runId;
+    if (o.waitMs) spec.waitMs = o.waitMs;
+    return spec;
+  }
+
+  /**
+   * Whether the framework should ask for approval before it runs the call:
+   * true while the action awaits people's approval in Arbiter, and once
+   * Arbiter approved or denied it (the framework's approval then carries
+   * Arbiter's answer: see decision()). For a key the ledger has not seen
+   * it records the intent, so a policy that holds it is heard at once; a
+   * proceed is kept for the execute that follows. It never throws: when
+   * Arbiter cannot be asked it answers false, and execute fails closed.
+   */
+  async needsApproval(input: I, signal?: AbortSignal): Promise<boolean> {
+    let spec: GuardSpec;
+    try {
+      spec = this.spec(input);
+      const a = await this.#action(spec.key, signal);
+      if (a) return a.status === "awaiting_approval" || a.status === "approved" || a.status === "denied";
+      const res = await submitIntent(this.client, spec, signal);
+      if (res.outcome === "proceed") this.#keep(spec.key, res);
+      return res.outcome === "pending_approval" || res.outcome === "denied";
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Runs the tool call through the guard: the effect only when the ledger
+   * answers proceed (and is approved, if it needs approval), its result
+   * saved; a replay returns the saved result. Every other answer throws the
+   * guard's error (HeldError, DeniedError, PendingApprovalError,
+   * KeyReusedError, UnreachableError, …), which the framework hands to the
+   * model. Compensations are the Worker's: a compensate answer throws
+   * CompensationRequestedError and releases the lease.
+   */
+  async execute(input: I, signal?: AbortSignal): Promise<O> {
+    const spec = this.spec(input);
+    const first = this.#take(spec.key);
+    let output: O | undefined;
+    let ran = false;
+    const s = await settle(
+      this.client,
+      spec,
+      async (attempt, sig) => {
+        output = await this.options.execute(input, attempt, sig);
+        ran = true;
+        const ref = output === undefined ? undefined : this.options.externalRef?.(output);
+        return ref ? { result: output, externalRef: ref } : { result: output };
+      },
+      signal,
+      first,
+    );
+    if (s.error !== undefined) throw s.error;
+    return ran ? (output as O) : (s.outcome!.result as O);
+  }
+
+  /** What Arbiter decided about the approval of the call's action. Never writes. */
+  async decision(input: I, signal?: AbortSignal): Promise<ApprovalState> {
+    const a = await this.#action(this.spec(input).key, signal);
+    if (!a || a.status === "awaiting_approval") {
+      return { state: "pending", action: a, url: a ? this.client.actionUrl(a.id) : "" };
+    }
+    if (a.status === "denied") {
+      const rej = a.approval?.rejection;
+      const reason = rej
+        ? `Arbiter: rejected by ${rej.by.name}${rej.reason ? `: ${rej.reason}` : ""}`
+        : "Arbiter: the approval expired before anyone approved it";
+      return { state: "denied", reason, action: a };
+    }
+    // Approved, or approved and run since: running it again is the
+    // guard's to answer (proceed, replay, in_progress).
+    return { state: "approved", action: a };
+  }
+
+  /** The action for key, or null when the ledger has none. */
+  async #action(key: string, signal?: AbortSignal): Promise<Action | null> {
+    try {
+      return await this.client.actionByKey(key, { signal });
+    } catch (err) {
+      if (isCode(err, "not_found")) return null;
+      throw err;
+    }
+  }
+
+  #keep(key: string, res: EntryResult): void {
+    const now = Date.now();
+    // A call the framework never executed leaves its attempt to time out
+    // for a person; forget it here after its lease.
+    for (const [k, v] of this.#started) if (now - v.at > (this.options.timeoutMs ?? 300_000)) this.#started.delete(k);
+    this.#started.set(key, { res, at: now });
+  }
+
+  #take(key: string): EntryResult | undefined {
+    const kept = this.#started.get(key);
+    this.#started.delete(key);
+    return kept?.res;
+  }
+}
+
+/** The ToolGuard an adapter's needsApproval carries, if it is one. */
+export function toolGuardOf(needsApproval: unknown): ToolGuard<unknown, unknown> | undefined {
+  if (typeof needsApproval !== "function") return undefined;
+  const g = (needsApproval as unknown as Record<symbol, unknown>)[TOOL_GUARD];
+  return g instanceof ToolGuard ? g : undefined;
+}
+
+/** Marks fn as the needsApproval of g. */
+export function carrying<F extends object>(fn: F, g: ToolGuard<any, any>): F {
+  Object.defineProperty(fn, TOOL_GUARD, { value: g });
+  return fn;
+}
+
+/** The input as params: the object itself, anything else under "input". */
+function paramsOf(input: unknown): Record<string, unknown> {
+  return input !== null && typeof input === "object" && !Array.isArray(input) ? (input as Record<string, unknown>) : { input };
+}
+
+/**
+ * Asks Arbiter, until every call is decided or waitMs passed (polling
+ * every pollMs), what it decided about each; resolves with the decided
+ * ones and the rest.
+ */
+export async function decisions<T>(
+  calls: { item: T; guard: ToolGuard<unknown, unknown>; input: unknown }[],
+  options: { waitMs?: number; pollMs?: number; signal?: AbortSignal } = {},
+): Promise<{ decided: { item: T; decision: ApprovalState }[]; undecided: { item: T; decision: ApprovalState }[] }> {
+  const deadline = Date.now() + (options.waitMs ?? 0);
+  const decided: { item: T; decision: ApprovalState }[] = [];
+  let todo = calls;
+  for (;;) {
+    const rest: typeof calls = [];
+    const undecided: { item: T; decision: ApprovalState }[] = [];
+    for (const c of todo) {
+      let d: ApprovalState;
+      try {
+        d = await c.guard.decision(c.input, options.signal);
+      } catch (err) {
+        if (!isUnavailable(err)) throw err;
+        d = { state: "pending", action: null, url: "" };
+      }
+      if (d.state === "pending") {
+        rest.push(c);
+        undecided.push({ item: c.item, decision: d });
+      } else decided.push({ item: c.item, decision: d });
+    }
+    if (rest.length === 0 || Date.now() >= deadline) return { decided, undecided };
+    todo = rest;
+    await new Promise((r) => setTimeout(r, Math.min(options.pollMs ?? 1000, Math.max(deadline - Date.now(), 0))));
+    options.signal?.throwIfAborted();
+  }
+}

@@ -1,0 +1,171 @@
+// The Vercel AI SDK adapter inside the real SDK (the versions package.json
+// pins): generateText drives the tools as it does for a model, with the
+// SDK's own MockLanguageModelV3 in place of one. Arbiter is real; an
+// operator decides approvals with a key of their own.
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { key } from "@arbiter-ledger/arbiter";
+import { arbiterApprovals, arbiterTool } from "@arbiter-ledger/arbiter/ai-sdk";
+import { client, fresh, noServer } from "./helpers.js";
+
+const { generateText, tool, ai } = await import("ai").then((m) => ({ ...m, ai: m }), () => ({}));
+const { MockLanguageModelV3 } = ai ? await import("ai/test") : {};
+const { z } = await import("zod").catch(() => ({}));
+const missing = ai && z ? "" : "ai and zod are not installed (run-tests installs the pinned versions)";
+if (missing && process.env.ARBITER_SDK_REQUIRE_SERVER) throw new Error(missing);
+
+const agent = client("agent");
+const operator = client("operator");
+const admin = client("admin");
+
+const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
+
+/** A model that calls the refund tool with input until the prompt ends with a tool's answer, then says what it got. */
+function modelCalling(input) {
+  return new MockLanguageModelV3({
+    doGenerate: async ({ prompt }) => {
+      const last = prompt.at(-1);
+      if (last.role === "tool") {
+        return { content: [{ type: "text", text: JSON.stringify(last.content) }], finishReason: { unified: "stop", raw: "stop" }, usage, warnings: [] };
+      }
+      return {
+        content: [{ type: "tool-call", toolCallId: `call-${Math.random().toString(36).slice(2, 8)}`, toolName: "refund", input: JSON.stringify(input) }],
+        finishReason: { unified: "tool-calls", raw: "tool_calls" },
+        usage,
+        warnings: [],
+      };
+    },
+  });
+}
+
+/** A refund tool guarded by Arbiter, and the refunds its provider made. */
+function refundTool(ledgerTool, options = {}) {
+  const refunds = [];
+  const refund = tool({
+    description: "Refund an order",
+    inputSchema: z.object({ order: z.string(), amount_cents: z.number() }),
+    ...arbiterTool(agent, {
+      tool: ledgerTool,
+      key: (input) => key("refund", input.order),
+      effect: "keyed",
+      externalRef: (out) => out.refund_id,
+      execute: async (input, attempt) => {
+        refunds.push({ ...input, key: attempt.key, attempt: attempt.number });
+        return { refund_id: `re_${refunds.length}` };
+      },
+      ...options,
+    }),
+  });
+  return { tools: { refund }, refunds };
+}
+
+/** The tools' answers the model got, as the call's response messages carry them. */
+function toolOutputs(result) {
+  return result.response.messages
+    .filter((m) => m.role === "tool")
+    .flatMap((m) => m.content)
+    .filter((p) => p.type === "tool-result")
+    .map((p) => p.output);
+}
+
+const json = (value) => ({ type: "json", value });
+
+describe("Vercel AI SDK adapter", { skip: noServer || missing || false, concurrency: true }, () => {
+  test("no approval needed: the tool runs once under its key, and the same call again is answered from the ledger", async () => {
+    const { tool: ledgerTool } = fresh();
+    const order = fresh().key.split(":")[1];
+    const { tools, refunds } = refundTool(ledgerTool);
+    const model = modelCalling({ order, amount_cents: 4200 });
+    const first = await generateText({ model, tools, prompt: `refund ${order}` });
+    assert.deepEqual(toolOutputs(first), [json({ refund_id: "re_1" })]);
+    assert.deepEqual(refunds, [{ order, amount_cents: 4200, key: `refund:${order}`, attempt: 1 }]);
+    const a = await agent.actionByKey(`refund:${order}`);
+    assert.equal(a.status, "succeeded");
+    assert.equal(a.attempt, 1, "the intent recorded by needsApproval was the attempt execute ran");
+    assert.equal(a.external_ref, "re_1");
+    assert.deepEqual(a.params, { order, amount_cents: 4200 });
+
+    const again = await generateText({ model, tools, prompt: `refund ${order} again` });
+    assert.deepEqual(toolOutputs(again), [json({ refund_id: "re_1" })]);
+    assert.equal(refunds.length, 1, "the replay ran nothing");
+  });
+
+  test("approved in Arbiter: the step ends with the SDK's approval request, and Arbiter's approval runs the tool once", async () => {
+    const { tool: ledgerTool } = fresh();
+    const order = fresh().key.split(":")[1];
+    const { tools, refunds } = refundTool(ledgerTool, { requireApproval: (input) => input.amount_cents > 10_000 });
+    const model = modelCalling({ order, amount_cents: 250_000 });
+    const messages = [{ role: "user", content: `refund ${order}` }];
+    const first = await generateText({ model, tools, messages });
+    const requests = first.content.filter((p) => p.type === "tool-approval-request");
+    assert.equal(requests.length, 1, "the SDK asks for approval");
+    assert.equal(refunds.length, 0);
+    const held = await agent.actionByKey(`refund:${order}`);
+    assert.equal(held.status, "awaiting_approval");
+
+    // Nobody decided yet: nothing to answer.
+    let answers = await arbiterApprovals(tools, first.content);
+    assert.equal(answers.message, undefined);
+    assert.equal(answers.undecided.length, 1);
+    assert.equal(answers.undecided[0].decision.state, "pending");
+
+    // The operator approves while the app waits for Arbiter.
+    const waiting = arbiterApprovals(tools, first.content, { waitMs: 15_000, pollMs: 100 });
+    await operator.decide(held.id, { decision: "approve", reason: "checked with the customer" });
+    answers = await waiting;
+    assert.deepEqual(answers.responses, [{ type: "tool-approval-response", approvalId: requests[0].approvalId, approved: true }]);
+    assert.deepEqual(answers.undecided, []);
+
+    messages.push(...first.response.messages, answers.message);
+    const second = await generateText({ model, tools, messages });
+    assert.deepEqual(toolOutputs(second), [json({ refund_id: "re_1" })]);
+    assert.deepEqual(refunds, [{ order, amount_cents: 250_000, key: `refund:${order}`, attempt: 1 }]);
+    const done = await agent.actionByKey(`refund:${order}`);
+    assert.equal(done.status, "succeeded");
+    assert.equal(done.approval.approvals[0].by.name, "sdk-operator");
+  });
+
+  test("rejected in Arbiter (a policy held it): the SDK refuses the call with who and why, and nothing runs", async () => {
+    const { tool: ledgerTool } = fresh();
+    const order = fresh().key.split(":")[1];
+    await admin.createPolicy({ name: `refunds over 1000 (${ledgerTool})`, namespace: process.env.ARBITER_NAMESPACE, tools: [ledgerTool], condition: "params.amount_cents > 100000" });
+    const { tools, refunds } = refundTool(ledgerTool);
+    const model = modelCalling({ order, amount_cents: 250_000 });
+    const messages = [{ role: "user", content: `refund ${order}` }];
+    const first = await generateText({ model, tools, messages });
+    assert.equal(first.content.filter((p) => p.type === "tool-approval-request").length, 1, "the policy's hold is the SDK's approval request");
+    const held = await agent.actionByKey(`refund:${order}`);
+    assert.equal(held.status, "awaiting_approval");
+    assert.equal(held.approval.policies.length, 1);
+
+    await operator.decide(held.id, { decision: "reject", reason: "the order was never paid" });
+    const answers = await arbiterApprovals(tools, first.content);
+    assert.equal(answers.responses.length, 1);
+    assert.equal(answers.responses[0].approved, false);
+    assert.equal(answers.responses[0].reason, "Arbiter: rejected by sdk-operator: the order was never paid");
+
+    messages.push(...first.response.messages, answers.message);
+    const second = await generateText({ model, tools, messages });
+    assert.deepEqual(toolOutputs(second), [{ type: "execution-denied", reason: "Arbiter: rejected by sdk-operator: the order was never paid" }]);
+    assert.equal(refunds.length, 0);
+    assert.equal((await agent.actionByKey(`refund:${order}`)).status, "denied");
+  });
+
+  test("approved in the app but not in Arbiter: the tool does not run, and the model hears it awaits approval", async () => {
+    const { tool: ledgerTool } = fresh();
+    const order = fresh().key.split(":")[1];
+    const { tools, refunds } = refundTool(ledgerTool, { requireApproval: true });
+    const model = modelCalling({ order, amount_cents: 100 });
+    const messages = [{ role: "user", content: `refund ${order}` }];
+    const first = await generateText({ model, tools, messages });
+    const [request] = first.content.filter((p) => p.type === "tool-approval-request");
+    messages.push(...first.response.messages, { role: "tool", content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved: true }] });
+    const second = await generateText({ model, tools, messages });
+    const [out] = toolOutputs(second);
+    assert.equal(out.type, "error-text");
+    assert.match(out.value, /awaits approval; nothing was run/);
+    assert.equal(refunds.length, 0, "only Arbiter's approval runs it");
+    assert.equal((await agent.actionByKey(`refund:${order}`)).status, "awaiting_approval");
+  });
+});
