@@ -122,7 +122,7 @@ func (f *BulkFilter) UnmarshalJSON(raw []byte) error {
 	type plain BulkFilter
 	var p plain
 	if err := decodeStrictly(raw, &p); err != nil {
-		if e, ok := AsError(err); ok && strings.HasPrefix(e.Message, "unknown field") {
+		if e, ok := AsError(err); ok && (strings.HasPrefix(e.Message, "unknown field") || strings.HasPrefix(e.Message, "field ")) {
 			e.Message = "filter: " + e.Message
 		}
 		return err
@@ -135,6 +135,9 @@ func (f *BulkFilter) UnmarshalJSON(raw []byte) error {
 // fields exactly, and nothing after it.
 func decodeStrictly(raw []byte, v any) error {
 	if err := CheckFields(raw, v); err != nil {
+		return err
+	}
+	if err := CheckObject(raw, v); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))

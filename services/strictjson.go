@@ -105,3 +105,75 @@ func checkNames(raw []byte, allowed map[string]bool) error {
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// anyJSONFields returns the json names of v's fields that hold any JSON
+// value (json.RawMessage or an interface), for which null is a value.
+func anyJSONFields(v any) map[string]bool {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if names, ok := anyJSONSets.Load(t); ok {
+		return names.(map[string]bool)
+	}
+	raw := reflect.TypeFor[json.RawMessage]()
+	names := map[string]bool{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name != "" && name != "-" && (f.Type == raw || f.Type.Kind() == reflect.Interface) {
+			names[name] = true
+		}
+	}
+	anyJSONSets.Store(t, names)
+	return names
+}
+
+var anyJSONSets sync.Map // reflect.Type -> map[string]bool
+
+// CheckObject refuses a well-formed JSON text that is not an object, and a
+// null for a field that has a type of its own. encoding/json decodes both as
+// "nothing given", so a body of null would be an empty request and
+// {"enabled": null} a silent default; the caller leaves a field out instead.
+// Texts that are not well-formed are left to the decoder to describe.
+func CheckObject(raw []byte, v any) error {
+	if !json.Valid(raw) {
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return Errorf(CodeInvalid, "expected a JSON object, got %s", jsonKind(raw))
+	}
+	anyJSON := anyJSONFields(v)
+	names := make([]string, 0, len(fields))
+	for name, value := range fields {
+		if string(value) == "null" && !anyJSON[name] {
+			names = append(names, name)
+		}
+	}
+	if len(names) > 0 {
+		slices.Sort(names)
+		return Errorf(CodeInvalid, "field %q must not be null: leave it out for the default", names[0])
+	}
+	return nil
+}
+
+// jsonKind names the kind of a well-formed JSON text by its first byte.
+func jsonKind(raw []byte) string {
+	for _, c := range raw {
+		switch {
+		case isSpace(c):
+			continue
+		case c == '[':
+			return "array"
+		case c == '"':
+			return "string"
+		case c == 't', c == 'f':
+			return "bool"
+		case c == 'n':
+			return "null"
+		}
+		return "number"
+	}
+	return "nothing"
+}

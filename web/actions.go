@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -51,20 +52,22 @@ func (h *actionsHandler) list(c echo.Context) error {
 		Search: q.Get("q"), Cursor: q.Get("cursor")}
 	for _, v := range q["status"] {
 		for _, s := range strings.Split(v, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				f.Statuses = append(f.Statuses, record.Status(s))
+			s = strings.TrimSpace(s)
+			if s == "" {
+				return services.Errorf(services.CodeInvalid, "status must name a status: use one of %s", services.ListOrNone(record.Statuses))
 			}
+			f.Statuses = append(f.Statuses, record.Status(s))
 		}
 	}
 	var err error
-	if f.Since, err = timeParam(q.Get("since"), "since"); err != nil {
+	if f.Since, err = timeParam(q, "since"); err != nil {
 		return err
 	}
-	if f.Until, err = timeParam(q.Get("until"), "until"); err != nil {
+	if f.Until, err = timeParam(q, "until"); err != nil {
 		return err
 	}
-	if v := q.Get("limit"); v != "" {
-		if f.Limit, err = strconv.Atoi(v); err != nil || f.Limit < 1 {
+	if q.Has("limit") {
+		if f.Limit, err = strconv.Atoi(q.Get("limit")); err != nil || f.Limit < 1 {
 			return services.Errorf(services.CodeInvalid, "limit must be an integer between 1 and %d", services.MaxListLimit)
 		}
 	}
@@ -75,11 +78,13 @@ func (h *actionsHandler) list(c echo.Context) error {
 	return c.JSON(http.StatusOK, page)
 }
 
-func timeParam(v, name string) (*time.Time, error) {
-	if v == "" {
+// timeParam reads an optional time from the query. Given, it must be a
+// time: an empty since= is a mistake, not "since the beginning".
+func timeParam(q url.Values, name string) (*time.Time, error) {
+	if !q.Has(name) {
 		return nil, nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, v)
+	t, err := time.Parse(time.RFC3339Nano, q.Get(name))
 	if err != nil {
 		return nil, services.Errorf(services.CodeInvalid, "%s must be an RFC 3339 time such as 2026-11-30T10:00:00Z", name)
 	}
@@ -127,10 +132,13 @@ func (h *actionsHandler) decide(c echo.Context) error {
 	return c.JSON(http.StatusCreated, decisionResponse{Action: a, Entry: e})
 }
 
-// decodeStrict decodes one JSON object, rejecting unknown fields and
-// trailing data.
+// decodeStrict decodes one JSON object, rejecting unknown fields, nulls for
+// typed fields, anything but an object, and trailing data.
 func decodeStrict(body []byte, v any) error {
 	if err := services.CheckFields(body, v); err != nil {
+		return err
+	}
+	if err := services.CheckObject(body, v); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(strings.NewReader(string(body)))

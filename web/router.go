@@ -80,9 +80,9 @@ func New(d Deps) *echo.Echo {
 		api.POST("/policies", pol.create, key)
 		api.GET("/policies", pol.list, key)
 		api.POST("/policies/test", pol.test, key)
-		api.GET("/policies/:id", pol.get, key)
-		api.PATCH("/policies/:id", pol.update, key)
-		api.DELETE("/policies/:id", pol.delete, key)
+		api.GET("/policies/:id", pol.get, notPolicyTest, key)
+		api.PATCH("/policies/:id", pol.update, notPolicyTest, key)
+		api.DELETE("/policies/:id", pol.delete, notPolicyTest, key)
 		api.GET("/policies/:id/versions", pol.versions, key)
 	}
 	hooks := &webhooksHandler{hooks: d.Webhooks}

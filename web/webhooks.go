@@ -103,8 +103,8 @@ func (h *webhooksHandler) test(c echo.Context) error {
 
 func (h *webhooksHandler) deliveries(c echo.Context) error {
 	limit := 0
-	if v := c.QueryParam("limit"); v != "" {
-		n, err := strconv.Atoi(v)
+	if c.QueryParams().Has("limit") {
+		n, err := strconv.Atoi(c.QueryParam("limit"))
 		if err != nil || n < 1 || n > 500 {
 			return services.Errorf(services.CodeInvalid, "limit must be an integer between 1 and 500")
 		}

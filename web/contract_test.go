@@ -1,0 +1,157 @@
+package web_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/services/dbtest"
+)
+
+// The answers in this file were found by fuzzing the contract from outside
+// (sdk/contract/run): requests the document calls invalid that the server
+// used to accept, or answered with a status the document does not list.
+
+// TestRequestBodyMustBeAnObject: a body of null, a string or a number is
+// refused on every route that takes a JSON object. encoding/json decodes
+// null into nothing at all, so PATCH /v1/webhooks/{id} with null used to
+// answer 200 as an empty change.
+func TestRequestBodyMustBeAnObject(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newEnv(t, st)
+		admin := e.key("", "root", services.RoleAdmin)
+		agent := e.key("payments", "refund-bot", services.RoleAgent)
+		_, m := e.do("POST", "/v1/entries", agent, `{"key":"k","type":"intent","tool":"t"}`)
+		action := m["action"].(map[string]any)["id"].(string)
+		status, m := e.do("POST", "/v1/webhooks", admin, `{"url":"http://127.0.0.1:9/hook","event_types":["action.timed_out"]}`)
+		require.Equal(t, 201, status, "%v", m)
+		hook := m["id"].(string)
+		status, m = e.do("POST", "/v1/policies", admin, `{"name":"p","namespace":"payments","tools":["x.*"]}`)
+		require.Equal(t, 201, status, "%v", m)
+		policy := m["id"].(string)
+
+		for _, route := range []struct{ method, path string }{
+			{"POST", "/v1/actions/" + action + "/decisions"},
+			{"POST", "/v1/decisions"},
+			{"POST", "/v1/webhooks"},
+			{"PATCH", "/v1/webhooks/" + hook},
+			{"POST", "/v1/policies"},
+			{"PATCH", "/v1/policies/" + policy},
+			{"POST", "/v1/policies/test"},
+		} {
+			for _, body := range []string{`null`, ` null `, `"abandon"`, `1`, `true`} {
+				status, m := e.do(route.method, route.path, admin, body)
+				require.Equal(t, 400, status, "%s %s %s: %v", route.method, route.path, body, m)
+				require.Equal(t, "invalid", errCode(m), "%s %s %s", route.method, route.path, body)
+				require.Contains(t, m["error"].(map[string]any)["message"], "expected a JSON object")
+			}
+		}
+		status, m = e.do("GET", "/v1/webhooks/"+hook, admin, "")
+		require.Equal(t, 200, status)
+		require.EqualValues(t, 1, len(m["event_types"].([]any)), "the endpoint is unchanged")
+		status, m = e.do("GET", "/v1/policies/"+policy, admin, "")
+		require.Equal(t, 200, status)
+		require.EqualValues(t, 1, m["version"], "the policy is unchanged")
+		status, m = e.do("GET", "/v1/actions/"+action, admin, "")
+		require.Equal(t, 200, status)
+		require.Equal(t, "in_progress", m["status"], "the action is undecided")
+	})
+}
+
+// TestNullForATypedFieldIsRefused: null is not a value of a boolean, string
+// or integer field, and is refused rather than read as "left out" (which
+// silently created an enabled endpoint from "enabled": null). Fields that
+// hold any JSON (a decision's result) take null as a value.
+func TestNullForATypedFieldIsRefused(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newEnv(t, st)
+		admin := e.key("", "root", services.RoleAdmin)
+		agent := e.key("payments", "refund-bot", services.RoleAgent)
+		operator := e.key("payments", "ops", services.RoleOperator)
+		_, m := e.do("POST", "/v1/entries", agent, `{"key":"k","type":"intent","tool":"t"}`)
+		action := m["action"].(map[string]any)["id"].(string)
+
+		for _, c := range []struct {
+			name, key, method, path, body, field string
+		}{
+			{"webhook enabled", admin, "POST", "/v1/webhooks", `{"url":"http://127.0.0.1:9/hook","event_types":["action.timed_out"],"enabled":null}`, "enabled"},
+			{"webhook url", admin, "POST", "/v1/webhooks", `{"url":null,"event_types":["action.timed_out"]}`, "url"},
+			{"policy escalation", admin, "POST", "/v1/policies", `{"name":"p","namespace":"payments","tools":["x.*"],"escalate_after":null}`, "escalate_after"},
+			{"decision external_ref", operator, "POST", "/v1/actions/" + action + "/decisions", `{"decision":"confirm","reason":"r","external_ref":null}`, "external_ref"},
+			{"decision expected_version", operator, "POST", "/v1/actions/" + action + "/decisions", `{"decision":"confirm","reason":"r","expected_version":null}`, "expected_version"},
+			{"bulk dry_run", operator, "POST", "/v1/decisions", `{"decision":"abandon","reason":"r","dry_run":null,"filter":{"ids":["` + action + `"]}}`, "dry_run"},
+			{"bulk filter", operator, "POST", "/v1/decisions", `{"decision":"abandon","reason":"r","filter":null}`, "filter"},
+			{"bulk filter field", operator, "POST", "/v1/decisions", `{"decision":"abandon","reason":"r","filter":{"ids":["` + action + `"],"tool":null}}`, "tool"},
+		} {
+			status, m := e.do(c.method, c.path, c.key, c.body)
+			require.Equal(t, 400, status, "%s: %v", c.name, m)
+			require.Equal(t, "invalid", errCode(m), c.name)
+			require.Contains(t, m["error"].(map[string]any)["message"], `"`+c.field+`" must not be null`, c.name)
+		}
+		status, m := e.do("GET", "/v1/webhooks", admin, "")
+		require.Equal(t, 200, status)
+		require.Empty(t, m["webhooks"], "no endpoint was created")
+		status, m = e.do("GET", "/v1/policies", admin, "")
+		require.Equal(t, 200, status)
+		require.Empty(t, m["policies"], "no policy was created")
+
+		status, m = e.do("POST", "/v1/actions/"+action+"/decisions", operator, `{"decision":"confirm","reason":"r","result":null}`)
+		require.Equal(t, 201, status, "a result may be null: %v", m)
+		require.Equal(t, "confirmed", m["action"].(map[string]any)["status"])
+	})
+}
+
+// TestEmptyQueryValueIsRefused: a typed query parameter given with no value
+// (since=, until=, limit=, status=) is a mistake, not "no filter".
+func TestEmptyQueryValueIsRefused(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newEnv(t, st)
+		admin := e.key("", "root", services.RoleAdmin)
+		reader := e.key("payments", "viewer", services.RoleReader)
+		for _, q := range []string{"?since=", "?until=", "?limit=", "?status=", "?status=failed,", "?status=failed&status="} {
+			status, m := e.do("GET", "/v1/actions"+q, reader, "")
+			require.Equal(t, 400, status, "%s: %v", q, m)
+			require.Equal(t, "invalid", errCode(m), q)
+		}
+		status, m := e.do("GET", "/v1/actions?status=failed,timed_out&tool=&agent=&q=&cursor=", reader, "")
+		require.Equal(t, 200, status, "empty strings are still strings: %v", m)
+
+		status, m = e.do("POST", "/v1/webhooks", admin, `{"url":"http://127.0.0.1:9/hook","event_types":["action.timed_out"]}`)
+		require.Equal(t, 201, status, "%v", m)
+		status, m = e.do("GET", "/v1/webhooks/"+m["id"].(string)+"/deliveries?limit=", admin, "")
+		require.Equal(t, 400, status, "%v", m)
+		require.Equal(t, "invalid", errCode(m))
+	})
+}
+
+// TestPolicyTestTakesOnlyPost: /v1/policies/test is the dry run, never a
+// policy id, so other methods are 405 with Allow: POST (a PATCH used to be
+// read as an update of a policy called "test" and refused for its body).
+func TestPolicyTestTakesOnlyPost(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newEnv(t, st)
+		admin := e.key("", "root", services.RoleAdmin)
+		for _, method := range []string{"GET", "PATCH", "DELETE"} {
+			req, err := http.NewRequest(method, e.srv.URL+"/v1/policies/test", strings.NewReader(`{"namespace":"payments","tools":["*"]}`))
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+admin)
+			res, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			res.Body.Close()
+			require.Equal(t, 405, res.StatusCode, method)
+			require.Equal(t, "OPTIONS, POST", res.Header.Get("Allow"), method)
+		}
+		status, m := e.do("PATCH", "/v1/policies/test", admin, "")
+		require.Equal(t, 405, status)
+		require.Equal(t, "method_not_allowed", errCode(m))
+		status, m = e.do("POST", "/v1/policies/test", admin, `{"namespace":"payments","tools":["*"]}`)
+		require.Equal(t, 200, status, "%v", m)
+	})
+}
