@@ -166,3 +166,28 @@ def test_a_held_action_is_not_run_again_and_the_model_learns_why(agent: arbiter.
     assert psp.calls == [k]  # only the lost attempt's
     [told] = tool_outputs(model)
     assert "a person decides" in told and "/actions/" in told
+
+
+def test_a_call_that_needs_no_approval_runs_while_another_of_the_turn_waits(
+        agent: arbiter.Client, operator: arbiter.Client, uniq: str) -> None:
+    psp = Provider()
+    small = refund_tool(agent, psp, f"payments.refund.{uniq}")
+    large = refund_tool(agent, psp, f"payments.refund.large.{uniq}", require_approval=True,
+                        name_override="refund_large")
+    ks = arbiter.key("refund", f"small-{uniq}"), arbiter.key("refund", f"large-{uniq}")
+    bot = Agent(name="support", tools=[small, large], model=openai_model([[
+        ("refund", {"order_id": f"small-{uniq}", "amount_cents": 100}, "c1"),
+        ("refund_large", {"order_id": f"large-{uniq}", "amount_cents": 990000}, "c2")], "both refunded"]))
+
+    result = asyncio.run(Runner.run(bot, "refund both"))
+
+    assert [i.tool_name for i in result.interruptions] == ["refund_large"]
+    assert psp.calls == [ks[0]]  # ran from the answer its approval check got: one intent
+    a = wait_status(agent, ks[1], "awaiting_approval")
+    operator.decide(a.id, "approve", "checked")
+    state = result.to_state()
+    assert asyncio.run(decide(state, wait=10)) == []
+    result = asyncio.run(Runner.run(bot, state))
+    assert result.final_output == "both refunded"
+    assert psp.calls == list(ks)
+    assert [agent.action_by_key(k).status for k in ks] == ["succeeded", "succeeded"]

@@ -217,12 +217,13 @@ async def decide(state: RunState[Any], *, wait: float = 0, client: Optional[Clie
     n = 0
     while True:
         still: List[ToolApprovalItem] = []
+        asked: Optional[Client] = None
         for item in waiting:
             guarded = _guarded_of(item)
             if guarded is None:
                 still.append(item)
                 continue
-            c = client or guarded.guard.client
+            c = asked = client or guarded.guard.client
             k = guarded.spec(item.arguments).key
             try:
                 a = await asyncio.to_thread(c.action_by_key, k)
@@ -243,9 +244,9 @@ async def decide(state: RunState[Any], *, wait: float = 0, client: Optional[Clie
                 # Approved, or moved on since (the call replays what it came to).
                 state.approve(item)
         left = deadline - time.monotonic()
-        if not still or left <= 0 or all(_guarded_of(i) is None for i in still):
+        if asked is None or not still or left <= 0 or all(_guarded_of(i) is None for i in still):
             return still
-        await asyncio.sleep(min(c.backoff.pause(n), left))
+        await asyncio.sleep(min(asked.backoff.pause(n), left))
         waiting, n = still, n + 1
 
 
