@@ -7,5 +7,5 @@ import "embed"
 
 // FS holds every file served under /static/.
 //
-//go:embed *.css *.js vendor/*.js
+//go:embed *.css *.js *.svg vendor/*.js
 var FS embed.FS

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
@@ -37,9 +39,10 @@ func chromiumPath(t *testing.T) string {
 // chromiumSlots bounds how many browsers run at once on a small machine.
 var chromiumSlots = make(chan struct{}, 2)
 
-// tab is one headless browser tab. Console errors and uncaught exceptions
-// (including Content-Security-Policy violations) are collected so tests can
-// assert there were none.
+// tab is one headless browser tab. Console errors, uncaught exceptions and
+// what the browser itself logs as an error (Content-Security-Policy
+// violations, failed loads) are collected, and the test fails at its end if
+// there were any.
 type tab struct {
 	ctx    context.Context
 	mu     sync.Mutex
@@ -101,6 +104,17 @@ func newTab(t *testing.T, javascript bool) *tab {
 			}
 		case *runtime.EventExceptionThrown:
 			tb.addError("exception: " + ev.ExceptionDetails.Error())
+		case *cdplog.EventEntryAdded:
+			// CSP violations arrive here (source "security"), not as
+			// console API calls.
+			if ev.Entry.Level == cdplog.LevelError {
+				tb.addError(fmt.Sprintf("browser (%s): %s %s", ev.Entry.Source, ev.Entry.Text, ev.Entry.URL))
+			}
+		}
+	})
+	t.Cleanup(func() {
+		if errs := tb.consoleErrors(); len(errs) > 0 {
+			t.Errorf("the browser reported errors:\n%s", strings.Join(errs, "\n"))
 		}
 	})
 	if err := chromedp.Run(ctx); err != nil {
