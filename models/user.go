@@ -9,8 +9,11 @@ type User struct {
 	Role         string // viewer, operator or admin
 	PasswordHash string
 	DisabledAt   *time.Time
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// MustChangePassword sends the user to the change-password page until
+	// they choose their own (the first admin, whose password was printed).
+	MustChangePassword bool
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
 }
 
 // Session is a signed-in browser. TokenHash is the SHA-256 of the cookie's

@@ -3,6 +3,7 @@ package web
 import (
 	"io/fs"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -14,6 +15,7 @@ import (
 // dashboard holds what every dashboard page needs.
 type dashboard struct {
 	cookies cookies
+	origins *originCheck
 }
 
 // contentSecurityPolicy allows no inline script or style and nothing from
@@ -21,11 +23,15 @@ type dashboard struct {
 const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; form-action 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
 
-// staticFiles serves the embedded stylesheet, script and vendored htmx.
+// staticFiles serves the embedded stylesheet, script and vendored htmx:
+// files only, so a directory is 404 rather than a listing.
 func staticFiles() echo.HandlerFunc {
-	sub, _ := fs.Sub(static.FS, ".")
-	h := http.StripPrefix("/static/", http.FileServer(http.FS(sub)))
+	h := http.StripPrefix("/static/", http.FileServerFS(static.FS))
 	return func(c echo.Context) error {
+		name := strings.TrimPrefix(c.Request().URL.Path, "/static/")
+		if info, err := fs.Stat(static.FS, name); err != nil || info.IsDir() {
+			return echo.ErrNotFound
+		}
 		c.Response().Header().Set("Cache-Control", "public, max-age=3600")
 		h.ServeHTTP(c.Response(), c.Request())
 		return nil

@@ -180,7 +180,12 @@ func (m *Metrics) ObserveSweep(n int, err error) {
 }
 
 func (m *Metrics) handler() echo.HandlerFunc {
-	return echo.WrapHandler(promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	return echo.WrapHandler(m.Handler())
+}
+
+// Handler serves the metrics on a listener of their own (ARBITER_METRICS_ADDR).
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
 func (m *Metrics) observe(route, method string, status int, d time.Duration) {

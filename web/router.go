@@ -2,6 +2,7 @@ package web
 
 import (
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
 
@@ -33,6 +34,12 @@ type Deps struct {
 	// Done is closed when the server starts shutting down; long-lived
 	// responses (event streams) end then, so the drain does not wait on them.
 	Done <-chan struct{}
+	// TrustedProxies are the proxies whose X-Forwarded-For is believed
+	// (ARBITER_TRUSTED_PROXIES); none means the peer is the client.
+	TrustedProxies []*net.IPNet
+	// MetricsElsewhere leaves /metrics to a listener of its own
+	// (ARBITER_METRICS_ADDR, Metrics.Handler).
+	MetricsElsewhere bool
 }
 
 // New returns the HTTP handler with every route. The whole surface reads
@@ -46,7 +53,8 @@ func New(d Deps) *echo.Echo {
 		d.Ledger.OnTimeoutResolved(d.Metrics.ObserveTimeoutResolved)
 	}
 	e.HideBanner, e.HidePort = true, true
-	dash := &dashboard{cookies: cookies{secure: d.SecureCookies}}
+	e.IPExtractor = clientAddress(d.TrustedProxies)
+	dash := &dashboard{cookies: cookies{secure: d.SecureCookies}, origins: newOriginCheck(d.PublicURL)}
 	e.HTTPErrorHandler = errorHandler(d.Log, dash)
 	e.Use(middleware.RequestID())
 	e.Use(requestLog(d.Log, d.Metrics))
@@ -55,11 +63,14 @@ func New(d Deps) *echo.Echo {
 		return err
 	}}))
 	e.Use(securityHeaders(strings.HasPrefix(strings.ToLower(d.PublicURL), "https://")))
+	e.Use(limitBody(MaxBodyBytes))
 
 	health := &healthHandler{store: d.Store}
 	e.GET("/healthz", health.healthz)
 	e.GET("/readyz", health.readyz)
-	e.GET("/metrics", d.Metrics.handler())
+	if !d.MetricsElsewhere {
+		e.GET("/metrics", d.Metrics.handler())
+	}
 	e.GET("/v1/openapi.json", serveOpenAPI)
 
 	// The API key is checked per route rather than on the group, so that an
@@ -100,14 +111,18 @@ func New(d Deps) *echo.Echo {
 	e.GET("/static/*", staticFiles())
 	// Middleware is attached per route, not per group: a group's middleware
 	// would answer unknown paths and methods of the whole site.
-	session := []echo.MiddlewareFunc{loadSession(d.Accounts, dash.cookies), checkCSRF}
-	user := slices.Concat(session, []echo.MiddlewareFunc{requireUser})
+	session := []echo.MiddlewareFunc{limitBody(FormBodyBytes), readForm, loadSession(d.Accounts, dash.cookies), checkCSRF(dash.origins)}
+	signedIn := slices.Concat(session, []echo.MiddlewareFunc{requireUser})
+	user := slices.Concat(signedIn, []echo.MiddlewareFunc{requirePasswordChosen})
 	admins := slices.Concat(user, []echo.MiddlewareFunc{requireRole(services.RoleAdmin)})
 
 	signin := &signinPages{dashboard: dash, accounts: d.Accounts, absolute: d.Accounts.AbsoluteTimeout}
 	e.GET("/signin", signin.form, session...)
 	e.POST("/signin", signin.submit, session...)
 	e.POST("/signout", signin.signOut, session...)
+	password := &passwordPages{dashboard: dash, accounts: d.Accounts}
+	e.GET(changePasswordPath, password.form, signedIn...)
+	e.POST(changePasswordPath, password.submit, signedIn...)
 
 	// Triage and the action list.
 	triage := newTriagePages(dash, d)

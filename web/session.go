@@ -134,52 +134,71 @@ func requireRole(roles ...services.Role) echo.MiddlewareFunc {
 
 // checkCSRF guards every state-changing dashboard request: the form field
 // csrf_token or the X-CSRF-Token header (htmx) must match the session's
-// token, and a cross-site Origin is refused outright.
-func checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		switch r.Method {
-		case http.MethodGet, http.MethodHead, http.MethodOptions:
+// token, and a cross-origin request is refused outright.
+func checkCSRF(origins *originCheck) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			switch r.Method {
+			case http.MethodGet, http.MethodHead, http.MethodOptions:
+				return next(c)
+			}
+			if !origins.allows(r) {
+				return services.Errorf(services.CodeForbidden, "cross-site request refused")
+			}
+			s, ok := currentSession(c)
+			if !ok {
+				return next(c) // requireUser answers
+			}
+			if !tokensEqual(csrfToken(c), s.CSRF) {
+				return services.Errorf(services.CodeForbidden, "the form has expired or did not come from this site; reload the page and try again")
+			}
 			return next(c)
 		}
-		if !sameOrigin(r) {
-			return services.Errorf(services.CodeForbidden, "cross-site request refused")
-		}
-		s, ok := currentSession(c)
-		if !ok {
-			return next(c) // requireUser answers
-		}
-		if !tokensEqual(csrfToken(c), s.CSRF) {
-			return services.Errorf(services.CodeForbidden, "the form has expired or did not come from this site; reload the page and try again")
-		}
-		return next(c)
 	}
 }
 
+// csrfToken is the token a request carries in the X-CSRF-Token header or the
+// form body; never the query string, which leaks into logs and Referer.
 func csrfToken(c echo.Context) string {
 	if h := c.Request().Header.Get("X-CSRF-Token"); h != "" {
 		return h
 	}
-	return c.FormValue("csrf_token")
+	return c.Request().PostFormValue("csrf_token")
 }
 
 func tokensEqual(a, b string) bool {
 	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
-// sameOrigin reports whether a request's Origin (or, failing that,
-// Sec-Fetch-Site) says it came from this site. Requests without either, from
-// old browsers and tools, are left to the token check.
-func sameOrigin(r *http.Request) bool {
-	if o := r.Header.Get("Origin"); o != "" && o != "null" {
-		u, err := url.Parse(o)
-		return err == nil && strings.EqualFold(u.Host, r.Host)
+// originCheck refuses cross-origin browser requests. Go's
+// http.CrossOriginProtection does the work (Sec-Fetch-Site, then Origin
+// against Host); it cannot know the scheme the browser used behind a
+// TLS-terminating proxy, so with a public URL an Origin must also have its
+// scheme.
+type originCheck struct {
+	cop    *http.CrossOriginProtection
+	scheme string // the public URL's scheme, or "" when none is set
+}
+
+func newOriginCheck(publicURL string) *originCheck {
+	o := &originCheck{cop: http.NewCrossOriginProtection()}
+	if u, err := url.Parse(publicURL); err == nil && u.Host != "" {
+		o.scheme = strings.ToLower(u.Scheme)
 	}
-	switch r.Header.Get("Sec-Fetch-Site") {
-	case "", "same-origin", "none":
+	return o
+}
+
+func (o *originCheck) allows(r *http.Request) bool {
+	if o.cop.Check(r) != nil {
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if o.scheme == "" || origin == "" {
 		return true
 	}
-	return false
+	u, err := url.Parse(origin)
+	return err == nil && strings.EqualFold(u.Scheme, o.scheme)
 }
 
 // flash stores a one-line notice for the next page the browser shows.

@@ -2,9 +2,10 @@ package web
 
 import (
 	"errors"
-	"net"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,15 +44,23 @@ func (h *signinPages) show(c echo.Context, status int, email, next, errMsg strin
 
 func (h *signinPages) submit(c echo.Context) error {
 	email, next := strings.TrimSpace(c.FormValue("email")), c.FormValue("next")
-	if !sameOrigin(c.Request()) || !tokensEqual(c.FormValue("csrf_token"), h.cookies.get(c, signinCookie)) {
+	if !h.origins.allows(c.Request()) || !tokensEqual(c.Request().PostFormValue("csrf_token"), h.cookies.get(c, signinCookie)) {
 		return h.show(c, http.StatusForbidden, email, next, "The sign-in form expired. Please try again.")
 	}
-	s, err := h.accounts.SignIn(c.Request().Context(), email, c.FormValue("password"), clientAddress(c), c.Request().UserAgent())
+	s, err := h.accounts.SignIn(c.Request().Context(), email, c.Request().PostFormValue("password"), c.RealIP(), c.Request().UserAgent())
 	var e *services.Error
 	if errors.As(err, &e) {
 		status := http.StatusUnauthorized
-		if e.Code == services.CodeTooManyAttempts {
+		switch e.Code {
+		case services.CodeTooManyAttempts:
 			status = http.StatusTooManyRequests
+			var th *accounts.ThrottledError
+			if errors.As(err, &th) {
+				c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(th.RetryAfter.Seconds())))))
+			}
+		case services.CodeUnavailable:
+			status = http.StatusServiceUnavailable
+			c.Response().Header().Set("Retry-After", "1")
 		}
 		return h.show(c, status, email, next, e.Message)
 	}
@@ -82,13 +91,4 @@ func safeNext(next string) string {
 		return "/"
 	}
 	return next
-}
-
-// clientAddress is the peer's IP, for sign-in throttling.
-func clientAddress(c echo.Context) string {
-	host, _, err := net.SplitHostPort(c.Request().RemoteAddr)
-	if err != nil {
-		return c.Request().RemoteAddr
-	}
-	return host
 }

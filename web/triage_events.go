@@ -24,6 +24,10 @@ const (
 	streamLifetime = 10 * time.Minute
 	// reconnectAfter is how soon the browser reconnects after a stream ends.
 	reconnectAfter = time.Second
+	// sessionCheckEvery is how often an open stream checks that its session
+	// is still live: a stream ends within this long of a sign-out, the
+	// session expiring or the user being disabled.
+	sessionCheckEvery = 2 * time.Second
 )
 
 // triageFeed tells open triage pages when the queue changed. One poller per
@@ -141,6 +145,9 @@ func (h *triagePages) events(c echo.Context) error {
 	defer heartbeat.Stop()
 	end := time.NewTimer(streamLifetime)
 	defer end.Stop()
+	recheck := time.NewTicker(h.sessionCheckEvery)
+	defer recheck.Stop()
+	token := h.cookies.get(c, sessionCookie)
 	told := false // whether this stream has given the browser an id yet
 	for {
 		var err error
@@ -151,6 +158,13 @@ func (h *triagePages) events(c echo.Context) error {
 			return nil
 		case <-end.C:
 			return nil
+		case <-recheck.C:
+			// Any failure ends the stream; the browser's reconnect is
+			// answered as a fresh request would be.
+			if _, err := h.sessions.Session(c.Request().Context(), token); err != nil {
+				return nil
+			}
+			continue
 		case <-heartbeat.C:
 			_, err = fmt.Fprint(w, ": keep-alive\n\n")
 		case <-wake:

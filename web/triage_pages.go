@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/arbiter-ledger/arbiter/services/record"
 
@@ -37,11 +38,16 @@ type triagePages struct {
 	namespaces namespaceLister
 	feed       *triageFeed
 	done       <-chan struct{} // closed when the server shuts down
+	// sessions is asked every sessionCheckEvery whether an open event
+	// stream's session is still live.
+	sessions          sessionStore
+	sessionCheckEvery time.Duration
 }
 
 func newTriagePages(dash *dashboard, d Deps) *triagePages {
 	return &triagePages{dashboard: dash, ledger: d.Ledger, namespaces: d.Keys,
-		feed: newTriageFeed(d.Ledger.TriageStamp, d.Log), done: d.Done}
+		feed: newTriageFeed(d.Ledger.TriageStamp, d.Log), done: d.Done,
+		sessions: d.Accounts, sessionCheckEvery: sessionCheckEvery}
 }
 
 // page is the queue with the counts above it.

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +32,9 @@ type serveCmd struct {
 	WebhookDisableAfter time.Duration `name:"webhook-disable-after" env:"ARBITER_WEBHOOK_DISABLE_AFTER" default:"120h" help:"Disable a webhook endpoint that has failed without a success for this long."`
 	SessionIdle         time.Duration `name:"session-idle-timeout" env:"ARBITER_SESSION_IDLE_TIMEOUT" default:"8h" help:"Dashboard sessions end after this long without a request."`
 	SessionAbsolute     time.Duration `name:"session-absolute-timeout" env:"ARBITER_SESSION_ABSOLUTE_TIMEOUT" default:"168h" help:"Dashboard sessions end this long after sign-in, whatever happens."`
+	TrustedProxies      []string      `name:"trusted-proxies" env:"ARBITER_TRUSTED_PROXIES" sep:"," help:"CIDRs of the proxies and load balancers in front of Arbiter, comma-separated; X-Forwarded-For is read only from them."`
+	MetricsAddr         string        `name:"metrics-addr" env:"ARBITER_METRICS_ADDR" help:"Serve /metrics on this address only, not on the main listener (the production setting)."`
+	AdminPasswordFile   string        `name:"admin-password-file" env:"ARBITER_ADMIN_PASSWORD_FILE" default:"arbiter-data/initial-admin-password" help:"Where the first start writes the first admin's password (mode 0600)."`
 }
 
 func (s *serveCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
@@ -58,6 +63,9 @@ func (s *serveCmd) validate() error {
 	if s.Retention < 0 {
 		return fmt.Errorf("--retention must not be negative, got %s", s.Retention)
 	}
+	if _, err := web.ParseTrustedProxies(s.TrustedProxies); err != nil {
+		return fmt.Errorf("--trusted-proxies: %w", err)
+	}
 	return nil
 }
 
@@ -65,10 +73,12 @@ func (s *serveCmd) validate() error {
 // dispatcher running, until run returns. serve and demo share it, so the
 // demo is the product as deployed, not a look-alike.
 type server struct {
-	URL string // http://host:port actually listened on
+	URL        string // http://host:port actually listened on
+	MetricsURL string // where /metrics is served when it has a listener of its own
 
 	log          *slog.Logger
 	http         *http.Server
+	metrics      *http.Server // nil unless --metrics-addr
 	drainTimeout time.Duration
 	serveErr     chan error
 	stopBG       context.CancelFunc
@@ -76,9 +86,10 @@ type server struct {
 }
 
 // start wires the services to the HTTP handler on st, whose schema must be
-// current, creates the first dashboard user on an empty database (logging
-// its password once), and starts listening and the background work. ctx
-// ending is the signal to shut down: event streams close on it.
+// current, creates the first dashboard user on an empty database (its
+// password in a file only its owner can read), and starts listening and the
+// background work. ctx ending is the signal to shut down: event streams
+// close on it.
 func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logger) (*server, error) {
 	ledger := services.NewLedger(st)
 	approvals := policies.New(st)
@@ -89,9 +100,7 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 	if email, password, created, err := accts.EnsureAdmin(ctx); err != nil {
 		return nil, err
 	} else if created {
-		log.Warn("arbiter: created the first dashboard user; this password is shown only once",
-			"email", email, "password", password,
-			"change_it_with", "arbiter users set-password --email "+email+" --password-stdin")
+		s.reportFirstAdmin(log, email, password)
 	}
 	policy := webhooks.AddressPolicy{AllowPrivate: s.WebhookAllowPrivate}
 	hooks := webhooks.New(st, policy)
@@ -102,8 +111,13 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 	metrics.WatchQueue(dispatcher.Queue)
 
 	secure := strings.HasPrefix(s.PublicURL, "https://")
+	trusted, err := web.ParseTrustedProxies(s.TrustedProxies)
+	if err != nil {
+		return nil, err
+	}
 	handler := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accts,
-		Webhooks: hooks, Policies: approvals, Metrics: metrics, Log: log, SecureCookies: secure, PublicURL: s.PublicURL, Done: ctx.Done()})
+		Webhooks: hooks, Policies: approvals, Metrics: metrics, Log: log, SecureCookies: secure, PublicURL: s.PublicURL, Done: ctx.Done(),
+		TrustedProxies: trusted, MetricsElsewhere: s.MetricsAddr != ""})
 
 	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {
@@ -122,6 +136,23 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 	}
 	log.Info("arbiter: listening", "addr", srv.URL, "database", st.Where, "dialect", st.Dialect,
 		"sweep_interval", s.SweepInterval.String(), "retention", s.Retention.String())
+	if s.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", s.MetricsAddr)
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("listen on %s for metrics: %w", s.MetricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metrics.Handler())
+		srv.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: srv.http.ErrorLog}
+		srv.MetricsURL = "http://" + mln.Addr().String()
+		log.Info("arbiter: serving metrics on their own listener", "metrics_url", srv.MetricsURL+"/metrics")
+		go func() {
+			if err := srv.metrics.Serve(mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("arbiter: metrics listener stopped", "err", err)
+			}
+		}()
+	}
 
 	bg, stopBG := context.WithCancel(context.Background())
 	srv.stopBG = stopBG
@@ -136,6 +167,9 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 func (srv *server) run(ctx context.Context) error {
 	select {
 	case err := <-srv.serveErr:
+		if srv.metrics != nil {
+			srv.metrics.Close()
+		}
 		srv.stopBG()
 		srv.bg.Wait()
 		return err
@@ -149,6 +183,9 @@ func (srv *server) shutdown() error {
 	dctx, cancel := context.WithTimeout(context.Background(), srv.drainTimeout)
 	defer cancel()
 	err := srv.http.Shutdown(dctx)
+	if srv.metrics != nil {
+		srv.metrics.Close()
+	}
 	srv.stopBG()
 	srv.bg.Wait()
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -156,4 +193,41 @@ func (srv *server) shutdown() error {
 	}
 	srv.log.Info("arbiter: stopped")
 	return nil
+}
+
+// reportFirstAdmin hands the first admin's password to whoever started the
+// server without putting it in the log, which is often shipped elsewhere:
+// it goes to a file only this user can read, and the log says where. The
+// admin must choose a new password at the first sign-in anyway.
+func (s *serveCmd) reportFirstAdmin(log *slog.Logger, email, password string) {
+	change := "arbiter users set-password --email " + email + " --password-stdin"
+	if err := writeSecret(s.AdminPasswordFile, password+"\n"); err != nil {
+		log.Error("arbiter: created the first dashboard user but could not write its password; set one from the command line",
+			"email", email, "err", err, "set_it_with", change)
+		return
+	}
+	log.Warn("arbiter: created the first dashboard user; its password is in a file only this user can read; a new one must be chosen at the first sign-in; delete the file afterwards",
+		"email", email, "password_file", s.AdminPasswordFile, "or_set_it_with", change)
+}
+
+// writeSecret writes a file readable by its owner only (0600), in a
+// directory only its owner can enter if it has to create one.
+func writeSecret(path, content string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	// An older file keeps its mode through O_TRUNC.
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.WriteString(content); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/arbiter-ledger/arbiter/models"
@@ -27,26 +26,18 @@ const (
 	sessionTouchEvery      = time.Minute
 )
 
-// Sign-in throttling: after this many failures within the window, the
-// subject is locked for a while that doubles with each further failure.
-const (
-	accountFailureLimit = 5
-	addressFailureLimit = 20
-	failureWindow       = 15 * time.Minute
-	maxLock             = 15 * time.Minute
-)
-
 // Accounts manages dashboard users and their sessions.
 type Accounts struct {
 	st              *services.Store
 	now             func() time.Time
 	IdleTimeout     time.Duration
 	AbsoluteTimeout time.Duration
+	hashWait        time.Duration // how long a password check waits for a hashing slot
 }
 
 // New returns the account service on st with default timeouts.
 func New(st *services.Store) *Accounts {
-	return &Accounts{st: st, now: services.Now, IdleTimeout: DefaultIdleTimeout, AbsoluteTimeout: DefaultAbsoluteTimeout}
+	return &Accounts{st: st, now: services.Now, IdleTimeout: DefaultIdleTimeout, AbsoluteTimeout: DefaultAbsoluteTimeout, hashWait: hashWait}
 }
 
 // UserPrincipal is the principal a signed-in user acts as.
@@ -84,8 +75,12 @@ func (a *Accounts) CreateUser(ctx context.Context, email string, role services.R
 	if err := ValidatePassword(password); err != nil {
 		return models.User{}, err
 	}
+	hash, err := a.hash(ctx, password)
+	if err != nil {
+		return models.User{}, err
+	}
 	now := a.now()
-	u := models.User{ID: driver.NewID(), Email: email, Role: string(role), PasswordHash: hashPassword(password), CreatedAt: now, UpdatedAt: now}
+	u := models.User{ID: driver.NewID(), Email: email, Role: string(role), PasswordHash: hash, CreatedAt: now, UpdatedAt: now}
 	res := a.st.GormWriter().WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&u)
 	if res.Error != nil {
 		return models.User{}, services.DBError("accounts: create user", res.Error)
@@ -97,7 +92,8 @@ func (a *Accounts) CreateUser(ctx context.Context, email string, role services.R
 }
 
 // EnsureAdmin creates an admin with a random password when there are no
-// users at all, and returns the password; created is false otherwise.
+// users at all, and returns the password; created is false otherwise. The
+// admin must choose a new password at the first sign-in.
 func (a *Accounts) EnsureAdmin(ctx context.Context) (email, password string, created bool, err error) {
 	var n int64
 	if err := a.st.Gorm().WithContext(ctx).Model(&models.User{}).Count(&n).Error; err != nil {
@@ -107,11 +103,16 @@ func (a *Accounts) EnsureAdmin(ctx context.Context) (email, password string, cre
 		return "", "", false, nil
 	}
 	password = randomToken(20)
-	_, err = a.CreateUser(ctx, "admin@localhost", services.RoleAdmin, password)
+	u, err := a.CreateUser(ctx, "admin@localhost", services.RoleAdmin, password)
 	if errors.Is(err, services.ErrConflict) {
 		return "", "", false, nil // another replica was first
 	}
 	if err != nil {
+		return "", "", false, err
+	}
+	// The password has been on a screen or in a file: its owner replaces it
+	// at the first sign-in.
+	if err := a.updateUser(ctx, u.ID, map[string]any{"must_change_password": true}, false); err != nil {
 		return "", "", false, err
 	}
 	return "admin@localhost", password, true, nil
@@ -153,12 +154,38 @@ func (a *Accounts) Users(ctx context.Context) ([]models.User, error) {
 	return out, services.DBErrorOrNil("accounts: list users", err)
 }
 
-// SetPassword changes a user's password and ends their sessions.
+// SetPassword changes a user's password, which is then theirs to keep (no
+// change is required at the next sign-in), and ends their sessions.
 func (a *Accounts) SetPassword(ctx context.Context, userID, password string) error {
 	if err := ValidatePassword(password); err != nil {
 		return err
 	}
-	return a.updateUser(ctx, userID, map[string]any{"password_hash": hashPassword(password)}, true)
+	hash, err := a.hash(ctx, password)
+	if err != nil {
+		return err
+	}
+	return a.updateUser(ctx, userID, map[string]any{"password_hash": hash, "must_change_password": false}, true)
+}
+
+// ChangePassword is a signed-in user replacing their own password: the
+// current one must be right and the new one must differ. Their sessions
+// end, so they sign in again with the new one.
+func (a *Accounts) ChangePassword(ctx context.Context, userID, current, password string) error {
+	u, err := a.User(ctx, userID)
+	if err != nil {
+		return err
+	}
+	ok, err := a.check(ctx, u.PasswordHash, current)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return services.Errorf(services.CodeInvalid, "the current password is wrong")
+	}
+	if current == password {
+		return services.Errorf(services.CodeInvalid, "the new password must differ from the current one")
+	}
+	return a.SetPassword(ctx, userID, password)
 }
 
 // SetRole changes a user's role.
@@ -208,20 +235,22 @@ type Session struct {
 }
 
 // SignIn checks a password and opens a new session with a fresh token (so a
-// token planted before sign-in is worthless). Failures are throttled per
-// account and per address; every failure looks the same to the caller.
+// token planted before sign-in is worthless). Attempts are throttled per
+// address and spaced out per account (throttle.go) before the password is
+// checked; every failure looks the same to the caller.
 func (a *Accounts) SignIn(ctx context.Context, email, password, address, userAgent string) (Session, error) {
 	now := a.now()
 	norm, _ := normalizeEmail(email)
-	subjects := []string{"address:" + address}
-	if norm != "" {
-		subjects = append(subjects, "account:"+norm)
+	if err := a.claimAddress(ctx, address, now); err != nil {
+		return Session{}, err
 	}
-	for _, s := range subjects {
-		if until, err := a.lockedUntil(ctx, s, now); err != nil {
+	if norm != "" {
+		wait, err := a.claimAccount(ctx, norm, now)
+		if err != nil {
 			return Session{}, err
-		} else if until != nil {
-			return Session{}, services.Errorf(services.CodeTooManyAttempts, "too many failed sign-ins; try again after %s", until.Format(time.RFC3339))
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return Session{}, fmt.Errorf("accounts: sign in: %w", err)
 		}
 	}
 	var u models.User
@@ -234,18 +263,17 @@ func (a *Accounts) SignIn(ctx context.Context, email, password, address, userAge
 	if u.ID == "" {
 		hash = dummyHash()
 	}
-	ok := checkPassword(hash, password) && u.ID != "" && u.DisabledAt == nil
-	if !ok {
-		for _, s := range subjects {
-			if err := a.recordFailure(ctx, s, now); err != nil {
-				return Session{}, err
-			}
-		}
+	matched, err := a.check(ctx, hash, password)
+	if err != nil {
+		return Session{}, err
+	}
+	if !matched || u.ID == "" || u.DisabledAt != nil {
 		return Session{}, services.Errorf(services.CodeUnauthorized, "wrong email or password")
 	}
-	if err := a.st.GormWriter().WithContext(ctx).Where("subject IN ?", subjects[1:]).Delete(&models.SignInFailure{}).Error; err != nil {
-		return Session{}, services.DBError("accounts: sign in", err)
+	if err := a.forgive(ctx, address, norm); err != nil {
+		return Session{}, err
 	}
+	now = a.now()
 	token := randomBytes64(32)
 	s := models.Session{TokenHash: tokenHash(token), UserID: u.ID, CSRFToken: randomBytes64(32), CreatedAt: now,
 		LastSeenAt: now, ExpiresAt: now.Add(a.AbsoluteTimeout), Address: address, UserAgent: truncate(userAgent, 512)}
@@ -295,42 +323,6 @@ func (a *Accounts) Session(ctx context.Context, token string) (Session, error) {
 func (a *Accounts) SignOut(ctx context.Context, token string) error {
 	err := a.st.GormWriter().WithContext(ctx).Where("token_hash = ?", tokenHash(token)).Delete(&models.Session{}).Error
 	return services.DBErrorOrNil("accounts: sign out", err)
-}
-
-func (a *Accounts) lockedUntil(ctx context.Context, subject string, now time.Time) (*time.Time, error) {
-	var f models.SignInFailure
-	if err := a.st.Gorm().WithContext(ctx).Where("subject = ?", subject).Limit(1).Find(&f).Error; err != nil {
-		return nil, services.DBError("accounts: throttle", err)
-	}
-	if f.LockedUntil != nil && f.LockedUntil.After(now) {
-		return f.LockedUntil, nil
-	}
-	return nil, nil
-}
-
-func (a *Accounts) recordFailure(ctx context.Context, subject string, now time.Time) error {
-	limit := accountFailureLimit
-	if strings.HasPrefix(subject, "address:") {
-		limit = addressFailureLimit
-	}
-	return a.st.GormWriter().WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var f models.SignInFailure
-		if err := tx.Where("subject = ?", subject).Limit(1).Find(&f).Error; err != nil {
-			return services.DBError("accounts: throttle", err)
-		}
-		if f.Subject == "" || now.Sub(f.WindowStart) > failureWindow {
-			f = models.SignInFailure{Subject: subject, WindowStart: now}
-		}
-		f.Failures++
-		if over := f.Failures - limit; over >= 0 {
-			lock := time.Duration(min(1<<min(over, 10), int(maxLock/time.Second))) * time.Second * 30
-			lock = min(lock, maxLock)
-			until := now.Add(lock)
-			f.LockedUntil = &until
-		}
-		err := tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&f).Error
-		return services.DBErrorOrNil("accounts: throttle", err)
-	})
 }
 
 func tokenHash(token string) []byte {

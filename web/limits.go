@@ -1,0 +1,101 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/arbiter-ledger/arbiter/services"
+)
+
+// FormBodyBytes bounds a dashboard form's body: the largest form (a bulk
+// decision naming a thousand actions) is far below it.
+const FormBodyBytes = 256 << 10
+
+// limitBody refuses a body over max bytes with 413 before anything reads it
+// (a declared length over the limit is refused at once, a streamed one when
+// it passes the limit).
+func limitBody(max int64) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			if r.ContentLength > max {
+				return services.Errorf(services.CodeBodyTooLarge, "the request body is over %d bytes", max)
+			}
+			if r.Body != nil && r.Body != http.NoBody {
+				r.Body = http.MaxBytesReader(c.Response(), r.Body, max)
+			}
+			return next(c)
+		}
+	}
+}
+
+// readForm parses a dashboard form's body once, under limitBody, so a body
+// that streams past the limit is 413 too rather than an empty form.
+func readForm(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.Method == http.MethodPost {
+			var err error
+			if strings.HasPrefix(r.Header.Get(echo.HeaderContentType), echo.MIMEMultipartForm) {
+				err = r.ParseMultipartForm(FormBodyBytes)
+			} else {
+				err = r.ParseForm()
+			}
+			var tooLarge *http.MaxBytesError
+			switch {
+			case errors.As(err, &tooLarge):
+				return services.Errorf(services.CodeBodyTooLarge, "the request body is over %d bytes", tooLarge.Limit)
+			case err != nil:
+				return services.Errorf(services.CodeInvalid, "the form cannot be read: %v", err)
+			}
+		}
+		return next(c)
+	}
+}
+
+// ParseTrustedProxies reads ARBITER_TRUSTED_PROXIES: CIDRs or single
+// addresses of the proxies and load balancers in front of Arbiter.
+func ParseTrustedProxies(list []string) ([]*net.IPNet, error) {
+	var out []*net.IPNet
+	for _, s := range list {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return nil, fmt.Errorf("trusted proxy %q is neither a CIDR nor an address", s)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		p = p.Masked()
+		out = append(out, &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())})
+	}
+	return out, nil
+}
+
+// clientAddress decides where a request came from (c.RealIP, for sign-in
+// throttling and logs). X-Forwarded-For is believed only from the trusted
+// proxies, read from the right: the first address that is not a trusted
+// proxy is the client. Without trusted proxies it is the peer itself, so a
+// client cannot choose its own address.
+func clientAddress(trusted []*net.IPNet) echo.IPExtractor {
+	if len(trusted) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	// echo trusts loopback, link-local and private networks by default;
+	// only what the operator named is trusted here.
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, n := range trusted {
+		opts = append(opts, echo.TrustIPRange(n))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
+}
