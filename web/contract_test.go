@@ -155,3 +155,24 @@ func TestPolicyTestTakesOnlyPost(t *testing.T) {
 		require.Equal(t, 200, status, "%v", m)
 	})
 }
+
+// TestPolicyDryRunLimitZeroIsRefused: the document bounds a dry run's limit
+// to 1–10,000; an explicit 0 used to be read as "the default" and answered
+// 200. Left out, the default (1,000) applies.
+func TestPolicyDryRunLimitZeroIsRefused(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newEnv(t, st)
+		admin := e.key("", "root", services.RoleAdmin)
+		e.key("payments", "refund-bot", services.RoleAgent)
+		for _, limit := range []string{`0`, `-1`, `10001`} {
+			status, m := e.do("POST", "/v1/policies/test", admin, `{"namespace":"payments","tools":["*"],"limit":`+limit+`}`)
+			require.Equal(t, 400, status, "limit %s: %v", limit, m)
+			require.Equal(t, "invalid", errCode(m), limit)
+		}
+		for _, body := range []string{`{"namespace":"payments","tools":["*"]}`, `{"namespace":"payments","tools":["*"],"limit":1}`} {
+			status, m := e.do("POST", "/v1/policies/test", admin, body)
+			require.Equal(t, 200, status, "%s: %v", body, m)
+		}
+	})
+}

@@ -70,7 +70,9 @@ type TestInput struct {
 	Namespace string   `json:"namespace"`
 	Tools     []string `json:"tools"`
 	Condition string   `json:"condition"`
-	Limit     int      `json:"limit,omitempty"`
+	// Limit is how many first intents to examine; nil for the default. An
+	// explicit 0 is refused rather than read as the default.
+	Limit *int `json:"limit,omitempty"`
 }
 
 // TestResult says how many of the namespace's latest first intents the rule
@@ -380,10 +382,11 @@ func (s *Service) Versions(ctx context.Context, pr services.Principal, id string
 // Test evaluates a rule, without saving it, on the namespace's latest first
 // intents (its actions, newest first). Nothing is written.
 func (s *Service) Test(ctx context.Context, pr services.Principal, in TestInput) (*TestResult, error) {
-	if in.Limit == 0 {
-		in.Limit = DefaultTestLimit
+	limit := DefaultTestLimit
+	if in.Limit != nil {
+		limit = *in.Limit
 	}
-	if in.Limit < 1 || in.Limit > MaxTestLimit {
+	if limit < 1 || limit > MaxTestLimit {
 		return nil, invalid("field \"limit\" must be 1 to %d", MaxTestLimit)
 	}
 	if in.Namespace == "" {
@@ -398,7 +401,7 @@ func (s *Service) Test(ctx context.Context, pr services.Principal, in TestInput)
 		return nil, err
 	}
 	prg, _ := compile(in.Condition)
-	actions, err := s.st.Executor().ActionList(ctx, &driver.ActionListParams{Namespace: in.Namespace, Limit: in.Limit})
+	actions, err := s.st.Executor().ActionList(ctx, &driver.ActionListParams{Namespace: in.Namespace, Limit: limit})
 	if err != nil {
 		return nil, services.DBError("policies: read recent intents", err)
 	}
