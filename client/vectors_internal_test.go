@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"testing"
@@ -136,6 +137,39 @@ func TestSharedVectorsLookupDue(t *testing.T) {
 			}
 		}
 		if got := w.lookupDue(a, now); got != c.Due {
+			t.Errorf("%s: due %v, vectors say %v", c.Case, got, c.Due)
+		}
+	}
+}
+
+// TestSharedVectorsCompensationDue: the worker runs a requested
+// compensation exactly when the shared vectors say.
+func TestSharedVectorsCompensationDue(t *testing.T) {
+	raw, err := os.ReadFile("../sdk/vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Compensations struct {
+			Due []struct {
+				Case           string                 `json:"case"`
+				Reconciliation *record.Reconciliation `json:"reconciliation"`
+				Due            bool                   `json:"due"`
+			} `json:"due"`
+		} `json:"compensations"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Compensations.Due) < 4 {
+		t.Fatalf("only %d compensation vectors", len(v.Compensations.Due))
+	}
+	w := NewWorker(New("http://127.0.0.1:1", "ak_x"), WorkerOptions{})
+	w.Handle("t", func(context.Context, Attempt) (any, string, error) { return nil, "", nil },
+		func(context.Context, Attempt) (string, error) { return "", nil })
+	for _, c := range v.Compensations.Due {
+		a := Action{ID: "a", Tool: "t", Status: StatusCompensationRequested, Attempt: 1, Reconciliation: c.Reconciliation}
+		if _, got := w.handlerFor(a); got != c.Due {
 			t.Errorf("%s: due %v, vectors say %v", c.Case, got, c.Due)
 		}
 	}

@@ -95,6 +95,14 @@ def test_lookup_due(case: Dict[str, Any]) -> None:
     assert lookup_due(a, now, float(LOOKUPS["retry_after_s"])) is case["due"]
 
 
+@pytest.mark.parametrize("case", VECTORS["compensations"]["due"], ids=lambda c: c["case"])
+def test_compensation_due(case: Dict[str, Any]) -> None:
+    from arbiter.worker import compensation_due
+    r = case["reconciliation"]
+    rc = None if r is None else Reconciliation(**r)
+    assert compensation_due(rc) is case["due"]
+
+
 ERRORS = {
     "in_progress": arbiter.InProgressError,
     "held": arbiter.HeldError,

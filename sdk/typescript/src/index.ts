@@ -22,7 +22,7 @@ export {
   type GuardSpec,
   type Outcome,
 } from "./guard.js";
-export { Worker, type Handler, type Logger, type WorkerOptions } from "./worker.js";
+export { Worker, compensationDue, type Handler, type Logger, type WorkerOptions } from "./worker.js";
 export { LOOKUP_LEASE_MARGIN_MS, lookupDue, lookupLeaseS, type LookupAnswer, type LookupFunc, type LookupRequest } from "./lookup.js";
 export { key, MAX_KEY_BYTES } from "./key.js";
 export { type Backoff, DEFAULT_BACKOFF, backoffBound, backoffPause } from "./backoff.js";

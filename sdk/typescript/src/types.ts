@@ -169,6 +169,7 @@ export interface Reconciliation {
   last_lookup: LookupAnswerRecord | null;
   compensation_failures: number;
   compensation_error: string | null;
+  compensation_retriable: boolean;
   compensation_timed_out: boolean;
 }
 

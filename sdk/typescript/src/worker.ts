@@ -3,7 +3,7 @@ import type { Client } from "./client.js";
 import { HeldError, InProgressError, retriable } from "./errors.js";
 import { settle, type CompensateFunc, type GuardFunc, type GuardSpec } from "./guard.js";
 import { lookUp, lookupDue, type LookupFunc } from "./lookup.js";
-import type { Action, CallOptions, Status } from "./types.js";
+import type { Action, CallOptions, Reconciliation, Status } from "./types.js";
 
 /** Receives one line per action the worker handles. */
 export interface Logger {
@@ -188,7 +188,7 @@ export class Worker {
         // Not while another worker's compensation holds the lease, nor
         // after a lease passed without a report: a person decides then.
         const leaseLive = a.lease_until != null && now < Date.parse(a.lease_until);
-        return h.compensate && !leaseLive && !a.reconciliation?.compensation_timed_out ? h : undefined;
+        return h.compensate && !leaseLive && compensationDue(a.reconciliation) ? h : undefined;
       }
       case "timed_out":
         return h.lookup && lookupDue(a, now, this.opts.lookupRetryMs) ? h : undefined;
@@ -301,4 +301,15 @@ function line(message: string, fields?: Record<string, unknown>): string {
     .filter(([, v]) => v !== undefined)
     .map(([k, v]) => `${k}=${typeof v === "string" && /^[^\s"=]+$/.test(v) ? v : JSON.stringify(v)}`);
   return [new Date().toISOString(), message, ...kv].join(" ");
+}
+
+/**
+ * Whether a worker may run a requested compensation, as far as its history
+ * goes (sdk/vectors.json "compensations"): not after its lease passed
+ * without a report, and not after a failure that said it may not be
+ * retried.
+ */
+export function compensationDue(rc: Reconciliation | null | undefined): boolean {
+  if (!rc) return true;
+  return !rc.compensation_timed_out && (rc.compensation_failures === 0 || rc.compensation_retriable);
 }

@@ -146,3 +146,15 @@ test("lookups: a lookup that throws is reported unknown with the shared evidence
   assert.ok(a.reconciliation.last_lookup.said.startsWith(l.failed_said_prefix), a.reconciliation.last_lookup.said);
   assert.equal(lookupDue(a, Date.now(), w.opts.lookupRetryMs), false, "not again before retry_after_s");
 });
+
+test("compensations: when a worker runs a requested compensation, every case of sdk/vectors.json", async () => {
+  const { compensationDue } = await import("@arbiter-ledger/arbiter");
+  assert.ok(v.compensations.due.length >= 4, `only ${v.compensations.due.length} cases`);
+  for (const c of v.compensations.due) {
+    const rc = c.reconciliation && {
+      key_expires_at: null, lookup_attempt: 0, lookups: 0, lookup_until: null, last_lookup: null, compensation_error: null,
+      ...c.reconciliation,
+    };
+    assert.equal(compensationDue(rc), c.due, c.case);
+  }
+});

@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { Worker } from "@arbiter-ledger/arbiter";
+import { Worker, retriable } from "@arbiter-ledger/arbiter";
 import { client, fresh, memoryLogger, noServer, poll, untilStatus } from "./helpers.js";
 
 const agent = client("agent");
@@ -138,14 +138,14 @@ describe("worker", { skip: noServer || false, concurrency: true }, () => {
     assert.deepEqual(types, ["intent", "succeeded", "decision", "intent", "compensated"]);
   });
 
-  test("compensation_failed: a compensation that throws is reported, the lease released, and the next try undoes it", async () => {
+  test("compensation_failed: a compensation that throws a retriable error is reported, the lease released, and the next try undoes it", async () => {
     const { key, tool } = fresh();
     const done = await agent.guard({ key, tool }, () => ({ externalRef: "re_1" }));
     await operator.decide(done.action.id, { decision: "compensate", reason: "wrong customer" });
     let tries = 0;
     const w = new Worker(agent, { logger: memoryLogger(), pollMs: 10 }).handle(tool, undefined, () => {
       tries++;
-      if (tries === 1) throw new Error("the provider refused the reversal");
+      if (tries === 1) throw retriable(new Error("the provider refused the reversal"));
       return { externalRef: "rev_2" };
     });
     await poll(async () => (await w.runOnce(), tries >= 1), { what: "the first compensation" });
@@ -157,8 +157,26 @@ describe("worker", { skip: noServer || false, concurrency: true }, () => {
     const failed = (await agent.entries(a.id)).find((e) => e.type === "compensation_failed");
     assert.equal(failed.attempt, 1);
 
+    assert.equal(a.reconciliation.compensation_retriable, true);
     a = await workUntil(w, key, ["compensated"]);
     assert.equal(tries, 2);
+  });
+
+  test("compensation_failed: a compensation that fails for good is left to a person", async () => {
+    const { key, tool } = fresh();
+    const done = await agent.guard({ key, tool }, () => ({ externalRef: "re_1" }));
+    await operator.decide(done.action.id, { decision: "compensate", reason: "wrong customer" });
+    let tries = 0;
+    const w = new Worker(agent, { logger: memoryLogger(), pollMs: 10 }).handle(tool, undefined, () => {
+      tries++;
+      throw new Error("the reversal window closed");
+    });
+    await poll(async () => (await w.runOnce(), tries >= 1), { what: "the first compensation" });
+    const a = await agent.action(done.action.id);
+    assert.equal(a.reconciliation.compensation_retriable, false);
+    for (let i = 0; i < 5; i++) await w.runOnce();
+    assert.equal(tries, 1, "a final failure is not tried again by workers");
+    assert.equal((await agent.action(done.action.id)).status, "compensation_requested");
   });
 
   test("compensation through the guard: compensate throws → compensation_failed; none given → CompensationRequestedError", async () => {

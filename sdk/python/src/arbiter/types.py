@@ -176,6 +176,7 @@ class Reconciliation:
     last_lookup: Optional[LookupAnswer] = None
     compensation_failures: int = 0
     compensation_error: Optional[str] = None
+    compensation_retriable: bool = False
     compensation_timed_out: bool = False
 
 

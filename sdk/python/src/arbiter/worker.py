@@ -32,12 +32,13 @@ from .types import (
     RETRY_REQUESTED,
     TIMED_OUT,
     Action,
+    Reconciliation,
 )
 
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["Worker"]
+__all__ = ["Worker", "compensation_due"]
 
 Handler = Callable[[Attempt], Any]
 Compensator = Callable[[Attempt], Any]
@@ -209,10 +210,10 @@ class Worker:
             ok = t.run is not None
         elif a.status == COMPENSATION_REQUESTED:
             # Not while another worker's compensation holds the lease, nor
-            # after a lease passed without a report: an operator decides.
-            rc = a.reconciliation
+            # after a lease passed without a report, nor after a failure
+            # that said it may not be retried: an operator decides.
             ok = (t.compensate is not None and (a.lease_until is None or at >= a.lease_until)
-                  and not (rc is not None and rc.compensation_timed_out))
+                  and compensation_due(a.reconciliation))
         elif a.status == TIMED_OUT:
             ok = t.lookup is not None and lookup_due(a, at, self.lookup_retry)
         else:
@@ -344,3 +345,13 @@ class Running:
         self._stop.set()
         self.thread.join(timeout)
 
+
+
+def compensation_due(rc: "Optional[Reconciliation]") -> bool:
+    """Whether a worker may run a requested compensation, as far as its
+    history goes (sdk/vectors.json "compensations"): not after its lease
+    passed without a report, and not after a failure that said it may not
+    be retried."""
+    if rc is None:
+        return True
+    return not rc.compensation_timed_out and (rc.compensation_failures == 0 or rc.compensation_retriable)
