@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -85,6 +87,11 @@ func (l *Ledger) List(ctx context.Context, p Principal, f ActionFilter) (*Action
 	if f.Limit < 1 || f.Limit > MaxListLimit {
 		return nil, Errorf(CodeInvalid, "limit must be between 1 and %d", MaxListLimit)
 	}
+	for _, t := range [...]struct{ name, v string }{{"tool", f.Tool}, {"agent", f.Agent}, {"q", f.Search}, {"namespace", f.Namespace}} {
+		if err := CheckFilterText(t.name, t.v); err != nil {
+			return nil, err
+		}
+	}
 	q := &driver.ActionListParams{Tool: f.Tool, Agent: f.Agent, Since: f.Since, Until: f.Until, Search: f.Search,
 		Limit: f.Limit + 1}
 	switch {
@@ -160,4 +167,14 @@ func (l *Ledger) CountByStatus(ctx context.Context) (map[string]int64, error) {
 func (l *Ledger) CountEntries(ctx context.Context, typ record.EntryType) (int, error) {
 	n, err := l.st.ex.EntryCountByType(ctx, typ)
 	return n, DBErrorOrNil("ledger: count entries", err)
+}
+
+// CheckFilterText refuses a filter value that no stored text can equal and
+// that PostgreSQL refuses to compare (invalid UTF-8, a NUL), so that both
+// databases answer it 400 rather than PostgreSQL failing the query.
+func CheckFilterText(name, v string) error {
+	if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+		return Errorf(CodeInvalid, "%s must be valid UTF-8 without NUL characters", name)
+	}
+	return nil
 }

@@ -214,6 +214,13 @@ func (in *BulkInput) validate(p Principal) (DecisionInput, string, error) {
 	if f.Since != nil && f.Until != nil && !f.Since.Before(*f.Until) {
 		return d, "", Errorf(CodeInvalid, "filter.since must be before filter.until")
 	}
+	// Text PostgreSQL cannot compare (a NUL, invalid UTF-8) is refused on
+	// both databases rather than failing the read.
+	for _, t := range [...]struct{ name, v string }{{"filter.tool", f.Tool}, {"filter.agent", f.Agent}, {"search", f.Search}} {
+		if err := CheckFilterText(t.name, t.v); err != nil {
+			return d, "", err
+		}
+	}
 	if f.Namespace != "" {
 		if err := ValidateNamespace(f.Namespace); err != nil {
 			return d, "", err

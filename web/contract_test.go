@@ -176,3 +176,33 @@ func TestPolicyDryRunLimitZeroIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestFilterTextPostgreSQLCannotCompare: a NUL or invalid UTF-8 in a filter
+// (?tool=, ?agent=, ?q=, ?namespace=, a bulk decision's filter.tool or
+// filter.agent) is 400 invalid on both databases; PostgreSQL used to fail
+// the query with 500.
+func TestFilterTextPostgreSQLCannotCompare(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newEnv(t, st)
+		admin := e.key("", "root", services.RoleAdmin)
+		reader := e.key("payments", "viewer", services.RoleReader)
+		operator := e.key("payments", "ops", services.RoleOperator)
+		for _, key := range []string{admin, reader} {
+			for _, q := range []string{"/v1/actions?tool=a%00b", "/v1/actions?agent=a%00b", "/v1/actions?q=a%00b",
+				"/v1/actions?namespace=a%00b", "/v1/actions?tool=a%FFb", "/v1/policies?namespace=a%00b"} {
+				status, m := e.do("GET", q, key, "")
+				require.Equal(t, 400, status, "%s: %v", q, m)
+				require.Equal(t, "invalid", errCode(m), q)
+			}
+		}
+		for _, key := range []string{admin, operator} {
+			for _, field := range []string{"tool", "agent"} {
+				body := `{"decision":"abandon","reason":"r","dry_run":true,"filter":{"` + field + `":"a\u0000b"}}`
+				status, m := e.do("POST", "/v1/decisions", key, body)
+				require.Equal(t, 400, status, "%s: %v", field, m)
+				require.Equal(t, "invalid", errCode(m), field)
+			}
+		}
+	})
+}

@@ -273,6 +273,9 @@ func (s *Service) Get(ctx context.Context, pr services.Principal, id string) (*P
 // List returns the policies p may see, of namespace ns if set, oldest
 // first.
 func (s *Service) List(ctx context.Context, pr services.Principal, ns string) ([]*Policy, error) {
+	if err := services.CheckFilterText("namespace", ns); err != nil {
+		return nil, err
+	}
 	q := s.st.Gorm().WithContext(ctx).Where("deleted_at IS NULL")
 	switch {
 	case !pr.Global() && ns != "" && ns != pr.Namespace:
