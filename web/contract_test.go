@@ -206,3 +206,26 @@ func TestFilterTextPostgreSQLCannotCompare(t *testing.T) {
 		}
 	})
 }
+
+// TestPolicyConditionWithNULIsRefused: a NUL inside a CEL string literal
+// compiles, but PostgreSQL cannot store it: creating such a policy answered
+// 500. It is 400 invalid on both databases, and the dry run refuses it too.
+func TestPolicyConditionWithNULIsRefused(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newEnv(t, st)
+		admin := e.key("", "root", services.RoleAdmin)
+		e.key("payments", "refund-bot", services.RoleAgent)
+		for path, body := range map[string]string{
+			"/v1/policies":      `{"name":"p","namespace":"payments","tools":["*"],"condition":"tool == \"\u0000\""}`,
+			"/v1/policies/test": `{"namespace":"payments","tools":["*"],"condition":"tool == \"\u0000\""}`,
+		} {
+			status, m := e.do("POST", path, admin, body)
+			require.Equal(t, 400, status, "%s: %v", path, m)
+			require.Equal(t, "invalid", errCode(m), path)
+		}
+		status, m := e.do("GET", "/v1/policies", admin, "")
+		require.Equal(t, 200, status)
+		require.Empty(t, m["policies"], "nothing was created")
+	})
+}

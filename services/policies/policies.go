@@ -119,8 +119,10 @@ func validate(p *Policy) error {
 	case p.EscalateAfter != nil && (*p.EscalateAfter < MinEscalateAfter || *p.EscalateAfter >= p.ExpiresAfter):
 		return invalid("field \"escalate_after\" must be at least %d seconds and less than expires_after (%d)",
 			MinEscalateAfter, p.ExpiresAfter)
-	case len(p.Condition) > MaxConditionBytes || !utf8.ValidString(p.Condition):
-		return invalid("field \"condition\" must be valid UTF-8 of at most %d bytes", MaxConditionBytes)
+	case len(p.Condition) > MaxConditionBytes || !utf8.ValidString(p.Condition) || strings.ContainsRune(p.Condition, 0):
+		// A NUL would compile inside a CEL string literal, but PostgreSQL
+		// cannot store it.
+		return invalid("field \"condition\" must be valid UTF-8 of at most %d bytes, without NUL characters", MaxConditionBytes)
 	}
 	for _, t := range p.Tools {
 		if t == "" || len(t) > MaxToolPattern || !services.Printable(t) {
