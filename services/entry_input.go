@@ -100,6 +100,12 @@ func DecodeEntry(raw []byte) (EntryInput, error) {
 // by jsonb and text columns, and SQLite must not accept what PostgreSQL
 // cannot.
 func checkEntryText(raw []byte) error {
+	return checkJSONText(raw, "the entry")
+}
+
+// checkJSONText is checkEntryText for any JSON object; whole names it when
+// the problem is in no top-level field.
+func checkJSONText(raw []byte, whole string) error {
 	problem := textProblem(raw)
 	if problem == "" {
 		return nil
@@ -117,7 +123,7 @@ func checkEntryText(raw []byte) error {
 			}
 		}
 	}
-	return Errorf(CodeInvalid, "the entry must not contain %s", problem)
+	return Errorf(CodeInvalid, "%s must not contain %s", whole, problem)
 }
 
 // textProblem describes what in a syntactically valid JSON text cannot be

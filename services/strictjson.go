@@ -131,9 +131,11 @@ func anyJSONFields(v any) map[string]bool {
 
 var anyJSONSets sync.Map // reflect.Type -> map[string]bool
 
-// CheckObject refuses a well-formed JSON text that is not an object, and a
-// null for a field that has a type of its own. encoding/json decodes both as
-// "nothing given", so a body of null would be an empty request and
+// CheckObject refuses a well-formed JSON text that is not an object, a null
+// for a field that has a type of its own, and text that encoding/json would
+// silently change or PostgreSQL cannot store (as entries are checked: a
+// lone UTF-16 surrogate escape, an escaped NUL). encoding/json decodes null
+// as "nothing given", so a body of null would be an empty request and
 // {"enabled": null} a silent default; the caller leaves a field out instead.
 // Texts that are not well-formed are left to the decoder to describe.
 func CheckObject(raw []byte, v any) error {
@@ -143,6 +145,9 @@ func CheckObject(raw []byte, v any) error {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
 		return Errorf(CodeInvalid, "expected a JSON object, got %s", jsonKind(raw))
+	}
+	if err := checkJSONText(raw, "the body"); err != nil {
+		return err
 	}
 	anyJSON := anyJSONFields(v)
 	names := make([]string, 0, len(fields))

@@ -229,3 +229,37 @@ func TestPolicyConditionWithNULIsRefused(t *testing.T) {
 		require.Empty(t, m["policies"], "nothing was created")
 	})
 }
+
+// TestLoneSurrogateIsRefused: encoding/json turns a lone UTF-16 surrogate
+// escape into U+FFFD, so a decision's reason, an endpoint's description or a
+// policy's name was stored other than sent. Every JSON body is held to the
+// rule entries follow: refused with 400, naming the field; a surrogate pair
+// (an emoji) is text like any other.
+func TestLoneSurrogateIsRefused(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newEnv(t, st)
+		admin := e.key("", "root", services.RoleAdmin)
+		agent := e.key("payments", "refund-bot", services.RoleAgent)
+		operator := e.key("payments", "ops", services.RoleOperator)
+		_, m := e.do("POST", "/v1/entries", agent, `{"key":"k","type":"intent","tool":"t"}`)
+		action := m["action"].(map[string]any)["id"].(string)
+		for _, c := range []struct{ key, path, body, field string }{
+			{operator, "/v1/actions/" + action + "/decisions", `{"decision":"confirm","reason":"r\ud800"}`, "reason"},
+			{admin, "/v1/webhooks", `{"url":"http://127.0.0.1:9/hook","event_types":["action.timed_out"],"description":"\udc00"}`, "description"},
+			{admin, "/v1/policies", `{"name":"p\ud800x","namespace":"payments","tools":["*"]}`, "name"},
+		} {
+			status, m := e.do("POST", c.path, c.key, c.body)
+			require.Equal(t, 400, status, "%s: %v", c.path, m)
+			require.Equal(t, "invalid", errCode(m), c.path)
+			require.Equal(t, `field "`+c.field+`" must not contain a lone UTF-16 surrogate escape`, m["error"].(map[string]any)["message"])
+		}
+		status, m := e.do("GET", "/v1/actions/"+action, operator, "")
+		require.Equal(t, 200, status)
+		require.Equal(t, "in_progress", m["status"], "the action is undecided")
+
+		status, m = e.do("POST", "/v1/webhooks", admin, `{"url":"http://127.0.0.1:9/hook","event_types":["action.timed_out"],"description":"on call \ud83d\ude00"}`)
+		require.Equal(t, 201, status, "%v", m)
+		require.Equal(t, "on call \U0001F600", m["description"])
+	})
+}
