@@ -94,13 +94,9 @@ func (l *Ledger) List(ctx context.Context, p Principal, f ActionFilter) (*Action
 	}
 	q := &driver.ActionListParams{Tool: f.Tool, Agent: f.Agent, Since: f.Since, Until: f.Until, Search: f.Search,
 		Limit: f.Limit + 1}
-	switch {
-	case !p.Global() && f.Namespace != "" && f.Namespace != p.Namespace:
+	var none bool
+	if q.Namespace, q.Namespaces, none = p.Scope(f.Namespace); none {
 		return &ActionPage{Actions: []*record.Action{}}, nil
-	case !p.Global():
-		q.Namespace = p.Namespace
-	default:
-		q.Namespace = f.Namespace
 	}
 	for _, s := range f.Statuses {
 		if !s.Valid() {

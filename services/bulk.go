@@ -188,42 +188,49 @@ func containsStatus(xs []record.Status, s record.Status) bool {
 	return false
 }
 
+// bulkScope is where a bulk request reads: one namespace, or those among
+// (a person's memberships as operator), or, both empty, every namespace.
+type bulkScope struct {
+	ns    string
+	among []string
+}
+
 // validate checks a bulk request's fields and returns the decision each
-// action gets and the namespace the request reads ("" for every namespace
-// the principal sees).
-func (in *BulkInput) validate(p Principal) (DecisionInput, string, error) {
+// action gets and where the request reads: the namespaces the principal
+// decides in.
+func (in *BulkInput) validate(p Principal) (DecisionInput, bulkScope, error) {
 	d := DecisionInput{Decision: in.Decision, Reason: in.Reason, AcknowledgeDuplicateRisk: in.AcknowledgeDuplicateRisk}
 	f := in.Filter
 	if f.empty() {
-		return d, "", Errorf(CodeInvalid, "field \"filter\" is required and must name at least one criterion "+
+		return d, bulkScope{}, Errorf(CodeInvalid, "field \"filter\" is required and must name at least one criterion "+
 			"(ids, status, tool, agent, namespace, since or until): a bulk decision never applies to everything")
 	}
 	if len(f.IDs) > MaxBulkActions {
-		return d, "", Errorf(CodeInvalid, "filter.ids lists %d actions; at most %d per request", len(f.IDs), MaxBulkActions)
+		return d, bulkScope{}, Errorf(CodeInvalid, "filter.ids lists %d actions; at most %d per request", len(f.IDs), MaxBulkActions)
 	}
 	for i, id := range f.IDs {
 		if _, err := uuid.Parse(id); err != nil {
-			return d, "", Errorf(CodeInvalid, "filter.ids[%d] %q is not an action id", i, id)
+			return d, bulkScope{}, Errorf(CodeInvalid, "filter.ids[%d] %q is not an action id", i, id)
 		}
 	}
 	for _, s := range f.Status {
 		if !s.Valid() {
-			return d, "", Errorf(CodeInvalid, "filter.status: unknown status %q: use one of %s", s, ListOrNone(record.Statuses))
+			return d, bulkScope{}, Errorf(CodeInvalid, "filter.status: unknown status %q: use one of %s", s, ListOrNone(record.Statuses))
 		}
 	}
 	if f.Since != nil && f.Until != nil && !f.Since.Before(*f.Until) {
-		return d, "", Errorf(CodeInvalid, "filter.since must be before filter.until")
+		return d, bulkScope{}, Errorf(CodeInvalid, "filter.since must be before filter.until")
 	}
 	// Text PostgreSQL cannot compare (a NUL, invalid UTF-8) is refused on
 	// both databases rather than failing the read.
 	for _, t := range [...]struct{ name, v string }{{"filter.tool", f.Tool}, {"filter.agent", f.Agent}, {"search", f.Search}} {
 		if err := CheckFilterText(t.name, t.v); err != nil {
-			return d, "", err
+			return d, bulkScope{}, err
 		}
 	}
 	if f.Namespace != "" {
 		if err := ValidateNamespace(f.Namespace); err != nil {
-			return d, "", err
+			return d, bulkScope{}, err
 		}
 	}
 	check := d
@@ -231,26 +238,27 @@ func (in *BulkInput) validate(p Principal) (DecisionInput, string, error) {
 		check.Reason = "dry run" // a dry run needs no reason; one given is checked
 	}
 	if err := check.Validate(); err != nil {
-		return d, "", err
+		return d, bulkScope{}, err
 	}
 	switch {
 	case in.MaxCount == nil && !in.DryRun:
-		return d, "", Errorf(CodeInvalid, "field \"max_count\" is required: the most actions you expect this to decide "+
+		return d, bulkScope{}, Errorf(CodeInvalid, "field \"max_count\" is required: the most actions you expect this to decide "+
 			"(1 to %d); if more are allowed, nothing is written (send dry_run: true to count them first)", MaxBulkActions)
 	case in.MaxCount != nil && (*in.MaxCount < 1 || *in.MaxCount > MaxBulkActions):
-		return d, "", Errorf(CodeInvalid, "field \"max_count\" must be between 1 and %d: at most %d actions per request",
+		return d, bulkScope{}, Errorf(CodeInvalid, "field \"max_count\" must be between 1 and %d: at most %d actions per request",
 			MaxBulkActions, MaxBulkActions)
 	}
-	ns := f.Namespace
-	if !p.Global() {
-		// A key decides in its own namespace only; any other is not found,
-		// whether or not it exists.
-		if ns != "" && ns != p.Namespace {
-			return d, "", Errorf(CodeNotFound, "no namespace %q among those this key may decide in", ns)
+	// A key decides in its own namespace only, a person where they are an
+	// operator; any other is not found, whether or not it exists.
+	sc := bulkScope{}
+	var none bool
+	if sc.ns, sc.among, none = p.DecisionScope(f.Namespace); none {
+		if f.Namespace == "" {
+			return d, sc, Errorf(CodeForbidden, "you may not take decisions in any namespace")
 		}
-		ns = p.Namespace
+		return d, sc, Errorf(CodeNotFound, "no namespace %q among those you may decide in", f.Namespace)
 	}
-	return d, ns, nil
+	return d, sc, nil
 }
 
 // DecideMany takes one decision on every action in.Filter selects that the
@@ -292,10 +300,9 @@ func (l *Ledger) DecideMany(ctx context.Context, p Principal, in BulkInput) (*Bu
 	return &BulkAnswer{Result: res}, nil
 }
 
-// bulkMatch reads the actions f selects in namespace ns ("" for every
-// namespace), newest first. With ids, it also returns those that name no
-// action the caller can see.
-func (l *Ledger) bulkMatch(ctx context.Context, f *BulkFilter, ns string) ([]*record.Action, []string, error) {
+// bulkMatch reads the actions f selects where sc says, newest first. With
+// ids, it also returns those that name no action the caller decides on.
+func (l *Ledger) bulkMatch(ctx context.Context, f *BulkFilter, sc bulkScope) ([]*record.Action, []string, error) {
 	if len(f.IDs) > 0 {
 		ids := make([]string, 0, len(f.IDs))
 		seen := make(map[string]bool, len(f.IDs))
@@ -306,7 +313,7 @@ func (l *Ledger) bulkMatch(ctx context.Context, f *BulkFilter, ns string) ([]*re
 				ids = append(ids, id)
 			}
 		}
-		found, err := l.st.ex.ActionList(ctx, &driver.ActionListParams{Namespace: ns, IDs: ids, Limit: len(ids)})
+		found, err := l.st.ex.ActionList(ctx, &driver.ActionListParams{Namespace: sc.ns, Namespaces: sc.among, IDs: ids, Limit: len(ids)})
 		if err != nil {
 			return nil, nil, DBError("ledger: read actions by id", err)
 		}
@@ -325,7 +332,7 @@ func (l *Ledger) bulkMatch(ctx context.Context, f *BulkFilter, ns string) ([]*re
 		}
 		return matched, missing, nil
 	}
-	q := &driver.ActionListParams{Namespace: ns, Statuses: f.Status, Tool: f.Tool, Agent: f.Agent, Since: f.Since,
+	q := &driver.ActionListParams{Namespace: sc.ns, Namespaces: sc.among, Statuses: f.Status, Tool: f.Tool, Agent: f.Agent, Since: f.Since,
 		Until: f.Until, Search: f.Search, Limit: bulkPage}
 	var matched []*record.Action
 	for {

@@ -454,6 +454,10 @@ func (l *Ledger) Decide(ctx context.Context, p Principal, actionID string, d Dec
 		if err != nil {
 			return nil, nil, err
 		}
+		if !p.DecidesIn(act.Namespace) {
+			// A person who is only a viewer here.
+			return nil, nil, Errorf(CodeForbidden, "you may see but not decide in namespace %q", act.Namespace)
+		}
 		if d.ExpectedVersion != nil && *d.ExpectedVersion != act.Version {
 			return nil, nil, versionConflict(act, *d.ExpectedVersion)
 		}

@@ -35,7 +35,7 @@ func TestQueryPlansAtScale(t *testing.T) {
 	plans := services.CapturePlans(st, func() {
 		_, err := l.Triage(ctx, p, 0)
 		require.NoError(t, err)
-		_, err = l.TriageStamp(ctx)
+		_, err = l.TriageStamp(ctx, services.Principal{Role: services.RoleAdmin})
 		require.NoError(t, err)
 		for _, f := range []services.ActionFilter{
 			{},

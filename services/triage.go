@@ -62,6 +62,17 @@ func (l *Ledger) Triage(ctx context.Context, p Principal, limit int) (*Triage, e
 	limit = min(limit, MaxListLimit)
 	now := l.now()
 	t := &Triage{At: now}
+	if _, _, none := p.Scope(""); none {
+		// A person who is a member of no namespace has an empty queue.
+		t.Counts, t.Alerts, t.Items = map[string]int64{}, map[string]int64{}, []TriageItem{}
+		for _, s := range OpenStatuses {
+			t.Counts[string(s)] = 0
+		}
+		for _, typ := range TriageAlerts {
+			t.Alerts[string(typ)] = 0
+		}
+		return t, nil
+	}
 	var err error
 	if t.Counts, err = l.countsFor(ctx, p); err != nil {
 		return nil, err
@@ -107,11 +118,10 @@ func approvalRank(it TriageItem) int {
 }
 
 // triageParams scopes the triage reads to what p may see.
+// Callers first check that p sees some namespace (Scope's none).
 func triageParams(p Principal, statuses []record.Status, since time.Time, limit int) *driver.TriageParams {
 	q := &driver.TriageParams{Statuses: statuses, AlertTypes: TriageAlerts, Since: since, Limit: limit}
-	if !p.Global() {
-		q.Namespace = p.Namespace
-	}
+	q.Namespace, q.Namespaces, _ = p.Scope("")
 	return q
 }
 
@@ -178,13 +188,15 @@ func (l *Ledger) recentAlerts(ctx context.Context, p Principal, since time.Time,
 	return out, nil
 }
 
-// TriageStamp returns a short value that changes whenever the queue of any
-// namespace changes: an action enters, leaves or changes in a waiting status,
-// or an alert is recorded or ages out. It reads two partial indexes, so it
-// stays cheap enough to poll every second.
-func (l *Ledger) TriageStamp(ctx context.Context) (string, error) {
-	raw, err := l.st.ex.TriageStamp(ctx, triageParams(Principal{Role: RoleAdmin}, TriageStatuses,
-		l.now().Add(-TriageAlertWindow), 0))
+// TriageStamp returns a short value that changes whenever the queue p sees
+// changes: an action enters, leaves or changes in a waiting status, or an
+// alert is recorded or ages out. It reads two partial indexes, so it stays
+// cheap enough to poll every second.
+func (l *Ledger) TriageStamp(ctx context.Context, p Principal) (string, error) {
+	if _, _, none := p.Scope(""); none {
+		return "none", nil
+	}
+	raw, err := l.st.ex.TriageStamp(ctx, triageParams(p, TriageStatuses, l.now().Add(-TriageAlertWindow), 0))
 	if err != nil {
 		return "", DBError("triage: read stamp", err)
 	}

@@ -158,7 +158,7 @@ func TestTriageStamp(t *testing.T) {
 		f := newFixture(t, st, FixtureOpts{})
 		stamp := func() string {
 			t.Helper()
-			s, err := f.l.TriageStamp(ctx)
+			s, err := f.l.TriageStamp(ctx, services.Principal{Role: services.RoleAdmin})
 			require.NoError(t, err)
 			require.NotEmpty(t, s)
 			return s

@@ -3,7 +3,10 @@ package views
 import (
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/arbiter-ledger/arbiter/models"
 )
 
 // AdminNamespacesView is the namespaces page.
@@ -68,8 +71,10 @@ type NewKey struct {
 
 // AdminUsersView is the users page.
 type AdminUsersView struct {
-	Users       []AdminUser
-	Form        UserForm
+	Users []AdminUser
+	Form  UserForm
+	// Namespaces are those a membership can name, besides "*".
+	Namespaces  []string
 	MinPassword int
 	MaxPassword int
 	// Error is a failure of a per-row control (role, disable, sessions).
@@ -83,6 +88,9 @@ type AdminUser struct {
 	Role       string
 	CreatedAt  time.Time
 	DisabledAt *time.Time
+	// Memberships say where a viewer or operator is one; none for admins.
+	Memberships []models.Membership
+	Where       string // the memberships in a few words
 	// Me marks the signed-in admin, whose own row cannot disable or demote.
 	Me bool
 }
@@ -90,9 +98,18 @@ type AdminUser struct {
 // UserForm is the create-user form as submitted; the password is never
 // echoed back.
 type UserForm struct {
-	Email string
-	Role  string
-	Error string
+	Email     string
+	Role      string
+	Namespace string // "*" or empty for every namespace
+	Error     string
+}
+
+// MembershipWhere names a membership's namespace for people.
+func MembershipWhere(ns string) string {
+	if ns == "*" || ns == "" {
+		return "every namespace"
+	}
+	return ns
 }
 
 // adminKeyRoles are the roles an API key can have, with what each may do.
@@ -105,8 +122,8 @@ var adminKeyRoles = []struct{ Value, Label string }{
 
 // adminUserRoles are the roles of dashboard users.
 var adminUserRoles = []struct{ Value, Label string }{
-	{"viewer", "viewer: reads"},
-	{"operator", "operator: reads and decides"},
+	{"viewer", "viewer: reads, where a member"},
+	{"operator", "operator: reads and decides, where a member"},
 	{"admin", "admin: also manages namespaces, keys and users"},
 }
 
@@ -129,3 +146,30 @@ func adminActionsLink(ns string) string { return "/actions?namespace=" + url.Que
 func adminUserPath(id, what string) string { return "/admin/users/" + url.PathEscape(id) + "/" + what }
 
 func adminKeyRevokePath(id string) string { return "/admin/keys/" + url.PathEscape(id) + "/revoke" }
+
+// MembershipSummary says where a person is a member: "operator everywhere",
+// "operator in a, b; viewer in c", or "no namespace".
+func MembershipSummary(ms []models.Membership) string {
+	byRole := map[string][]string{}
+	for _, m := range ms {
+		ns := m.Namespace
+		if ns == "*" {
+			ns = "everywhere"
+		}
+		byRole[m.Role] = append(byRole[m.Role], ns)
+	}
+	var parts []string
+	for _, r := range []string{"operator", "viewer"} {
+		switch nss := byRole[r]; {
+		case len(nss) == 0:
+		case nss[0] == "everywhere":
+			parts = append(parts, r+" everywhere")
+		default:
+			parts = append(parts, r+" in "+strings.Join(nss, ", "))
+		}
+	}
+	if len(parts) == 0 {
+		return "no namespace"
+	}
+	return strings.Join(parts, "; ")
+}

@@ -11,12 +11,13 @@ type Page struct {
 
 // UserInfo describes the signed-in user.
 type UserInfo struct {
-	Email string
-	Role  string
+	Email   string
+	Role    string // admin, or where the user is a member ("operator in team-a")
+	Decides bool   // an admin, or an operator somewhere
 }
 
-// CanDecide reports whether the user may take decisions.
-func (u *UserInfo) CanDecide() bool { return u != nil && (u.Role == "operator" || u.Role == "admin") }
+// CanDecide reports whether the user may take decisions somewhere.
+func (u *UserInfo) CanDecide() bool { return u != nil && u.Decides }
 
 // IsAdmin reports whether the user may manage namespaces, keys and users.
 func (u *UserInfo) IsAdmin() bool { return u != nil && u.Role == "admin" }

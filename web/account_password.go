@@ -14,7 +14,7 @@ import (
 
 // passwordChanger is what the change-password page needs.
 type passwordChanger interface {
-	ChangePassword(ctx context.Context, userID, current, password string) error
+	ChangePassword(ctx context.Context, userID, current, password, keepToken string) error
 }
 
 // passwordPages let a signed-in user choose a new password; a user who
@@ -41,17 +41,17 @@ func (h *passwordPages) submit(c echo.Context) error {
 	if password != r.PostFormValue("confirm") {
 		return show(http.StatusBadRequest, "The new passwords do not match.")
 	}
-	err := h.accounts.ChangePassword(r.Context(), u.ID, r.PostFormValue("current"), password)
+	err := h.accounts.ChangePassword(r.Context(), u.ID, r.PostFormValue("current"), password, h.cookies.get(c, sessionCookie))
 	if e, ok := services.AsError(err); ok && errors.Is(err, services.ErrInvalid) {
 		return show(http.StatusBadRequest, e.Message)
 	}
 	if err != nil {
 		return err
 	}
-	// Changing the password ended every session of the user, this one too.
-	h.cookies.set(c, sessionCookie, "", -1)
-	h.cookies.flash(c, "Your password is changed. Sign in with the new one.")
-	return c.Redirect(http.StatusSeeOther, "/signin")
+	// Changing the password ended every other session of the user; this
+	// one, where the password was just given, stays.
+	h.cookies.flash(c, "Your password is changed, and your other sessions are signed out.")
+	return c.Redirect(http.StatusSeeOther, "/")
 }
 
 // requirePasswordChosen sends a user who must choose a new password to the

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/arbiter-ledger/arbiter/services/accounts"
 	"github.com/arbiter-ledger/arbiter/services/webhooks"
 
 	"github.com/arbiter-ledger/arbiter/services/record"
@@ -133,7 +132,7 @@ func (h *actionPages) view(c echo.Context) (views.ActionView, error) {
 	}
 	if s, ok := currentSession(c); ok {
 		v.CSRF = s.CSRF
-		v.CanDecide = accounts.UserPrincipal(s.User).CanDecide()
+		v.CanDecide = s.Principal().DecidesIn(a.Namespace)
 	}
 	return v, nil
 }

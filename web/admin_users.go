@@ -24,10 +24,25 @@ func (h *adminPages) showUsers(c echo.Context, status int, v views.AdminUsersVie
 	if err != nil {
 		return err
 	}
+	ms, err := h.accounts.AllMemberships(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	nss, err := h.apiKeys.Namespaces(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	for _, ns := range nss {
+		v.Namespaces = append(v.Namespaces, ns.Name)
+	}
 	me, _ := currentUser(c)
 	for _, u := range users {
-		v.Users = append(v.Users, views.AdminUser{ID: u.ID, Email: u.Email, Role: u.Role, CreatedAt: u.CreatedAt,
-			DisabledAt: u.DisabledAt, Me: u.ID == me.ID})
+		row := views.AdminUser{ID: u.ID, Email: u.Email, Role: u.Role, CreatedAt: u.CreatedAt,
+			DisabledAt: u.DisabledAt, Me: u.ID == me.ID}
+		if u.Role != string(services.RoleAdmin) {
+			row.Where, row.Memberships = views.MembershipSummary(ms[u.ID]), ms[u.ID]
+		}
+		v.Users = append(v.Users, row)
 	}
 	v.MinPassword, v.MaxPassword = accounts.MinPasswordChars, accounts.MaxPasswordChars
 	if v.Form.Role == "" {
@@ -37,15 +52,23 @@ func (h *adminPages) showUsers(c echo.Context, status int, v views.AdminUsersVie
 }
 
 func (h *adminPages) createUser(c echo.Context) error {
-	form := views.UserForm{Email: strings.TrimSpace(c.FormValue("email")), Role: c.FormValue("role")}
-	u, err := h.accounts.CreateUser(c.Request().Context(), form.Email, services.Role(form.Role), c.FormValue("password"))
+	form := views.UserForm{Email: strings.TrimSpace(c.FormValue("email")), Role: c.FormValue("role"), Namespace: c.FormValue("namespace")}
+	var where []string
+	if form.Role != string(services.RoleAdmin) && form.Namespace != "" {
+		where = []string{form.Namespace}
+	}
+	u, err := h.accounts.CreateMember(c.Request().Context(), form.Email, services.Role(form.Role), where, c.FormValue("password"))
 	if err != nil {
 		return refused(c, err, func(status int, msg string) error {
 			form.Error = msg
 			return h.showUsers(c, status, views.AdminUsersView{Form: form})
 		})
 	}
-	h.cookies.flash(c, "Created "+u.Role+" "+u.Email+". They can sign in now with the password you chose.")
+	in := ""
+	if u.Role != string(services.RoleAdmin) {
+		in = " in " + views.MembershipWhere(form.Namespace)
+	}
+	h.cookies.flash(c, "Created "+u.Role+" "+u.Email+in+". They can sign in now with the password you chose.")
 	return c.Redirect(http.StatusSeeOther, "/admin/users")
 }
 
@@ -54,6 +77,7 @@ func (h *adminPages) createUser(c echo.Context) error {
 var (
 	errDemoteSelf  = services.Errorf(services.CodeInvalid, "you cannot remove your own admin role; another admin can do it for you")
 	errNoSuchUser  = services.Errorf(services.CodeNotFound, "no such user")
+	errGrantAdmin  = services.Errorf(services.CodeInvalid, "an admin sees and decides in every namespace; set their role to viewer or operator first")
 	errDisableSelf = services.Errorf(services.CodeInvalid, "you cannot disable your own account; another admin can do it for you")
 )
 
@@ -67,6 +91,30 @@ func (h *adminPages) setRole(c echo.Context) error {
 			return "", err
 		}
 		return u.Email + " is now " + string(role) + ".", nil
+	})
+}
+
+// grant gives a viewer or operator a role in one namespace, or everywhere.
+func (h *adminPages) grant(c echo.Context) error {
+	role, ns := services.Role(c.FormValue("role")), c.FormValue("namespace")
+	return h.onUser(c, func(u models.User, self bool) (string, error) {
+		if u.Role == string(services.RoleAdmin) {
+			return "", errGrantAdmin
+		}
+		if err := h.accounts.Grant(c.Request().Context(), u.ID, ns, role); err != nil {
+			return "", err
+		}
+		return u.Email + " is now " + string(role) + " in " + views.MembershipWhere(ns) + ".", nil
+	})
+}
+
+func (h *adminPages) revoke(c echo.Context) error {
+	ns := c.FormValue("namespace")
+	return h.onUser(c, func(u models.User, self bool) (string, error) {
+		if err := h.accounts.Revoke(c.Request().Context(), u.ID, ns); err != nil {
+			return "", err
+		}
+		return u.Email + " is no longer a member in " + views.MembershipWhere(ns) + ".", nil
 	})
 }
 

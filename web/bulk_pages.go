@@ -200,10 +200,10 @@ func safeBack(back string) string {
 	return back
 }
 
-// canDecide reports whether the signed-in user may take decisions.
+// canDecide reports whether the signed-in user may take decisions somewhere.
 func canDecide(c echo.Context) bool {
-	s, ok := currentSession(c)
-	return ok && (&views.UserInfo{Role: s.User.Role}).CanDecide()
+	_, ok := currentSession(c)
+	return ok && principal(c).CanDecide()
 }
 
 // bulkBar is the bulk bar of a list for the signed-in user; nil for people

@@ -7,6 +7,8 @@ import (
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
+	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/services/accounts"
 	"github.com/arbiter-ledger/arbiter/views"
 )
 
@@ -21,7 +23,7 @@ func render(c echo.Context, status int, comp templ.Component) error {
 func (d *dashboard) pageFor(c echo.Context, title, nav string) views.Page {
 	p := views.Page{Title: title, Nav: nav, Flash: d.cookies.takeFlash(c)}
 	if s, ok := currentSession(c); ok {
-		p.User = &views.UserInfo{Email: s.User.Email, Role: s.User.Role}
+		p.User = userInfo(s)
 		p.CSRF = s.CSRF
 	}
 	return p
@@ -52,4 +54,15 @@ var errorTitles = map[int]string{
 	http.StatusTooManyRequests:       "Too many attempts",
 	http.StatusMethodNotAllowed:      "Method not allowed",
 	http.StatusRequestEntityTooLarge: "Too large",
+}
+
+// userInfo is what every page shows of the signed-in user: their email, and
+// their role, or where they are a member.
+func userInfo(s accounts.Session) *views.UserInfo {
+	pr := s.Principal()
+	u := &views.UserInfo{Email: s.User.Email, Role: s.User.Role, Decides: pr.CanDecide()}
+	if pr.Role != services.RoleAdmin {
+		u.Role = views.MembershipSummary(s.Memberships)
+	}
+	return u
 }

@@ -115,6 +115,13 @@ func New(d Deps) *echo.Echo {
 	signedIn := slices.Concat(session, []echo.MiddlewareFunc{requireUser})
 	user := slices.Concat(signedIn, []echo.MiddlewareFunc{requirePasswordChosen})
 	admins := slices.Concat(user, []echo.MiddlewareFunc{requireRole(services.RoleAdmin)})
+	// The most sensitive admin changes ask for the password again when it
+	// was given more than accounts.ReauthAfter ago (web/reauth.go).
+	recent := func(when func(echo.Context) bool) []echo.MiddlewareFunc {
+		return slices.Concat(admins, []echo.MiddlewareFunc{requireRecentAuth(dash, d.Accounts, services.Now, when)})
+	}
+	adminKey := func(c echo.Context) bool { return c.FormValue("role") == string(services.RoleAdmin) }
+	webhookSettings := func(c echo.Context) bool { return c.FormValue("edit") == "settings" } // the URL among them
 
 	signin := &signinPages{dashboard: dash, accounts: d.Accounts, absolute: d.Accounts.AbsoluteTimeout}
 	e.GET("/signin", signin.form, session...)
@@ -123,6 +130,10 @@ func New(d Deps) *echo.Echo {
 	password := &passwordPages{dashboard: dash, accounts: d.Accounts}
 	e.GET(changePasswordPath, password.form, signedIn...)
 	e.POST(changePasswordPath, password.submit, signedIn...)
+	sessions := &sessionPages{dashboard: dash, accounts: d.Accounts}
+	e.GET("/account/sessions", sessions.list, user...)
+	e.POST("/account/sessions/end-others", sessions.endOthers, user...)
+	e.POST("/account/sessions/:id/end", sessions.end, user...)
 
 	// Triage and the action list.
 	triage := newTriagePages(dash, d)
@@ -148,11 +159,13 @@ func New(d Deps) *echo.Echo {
 	e.GET("/admin/namespaces", admin.namespaces, admins...)
 	e.POST("/admin/namespaces", admin.createNamespace, admins...)
 	e.GET("/admin/keys", admin.keys, admins...)
-	e.POST("/admin/keys", admin.createKey, admins...)
+	e.POST("/admin/keys", admin.createKey, recent(adminKey)...)
 	e.POST("/admin/keys/:id/revoke", admin.revokeKey, admins...)
 	e.GET("/admin/users", admin.users, admins...)
-	e.POST("/admin/users", admin.createUser, admins...)
-	e.POST("/admin/users/:id/role", admin.setRole, admins...)
+	e.POST("/admin/users", admin.createUser, recent(nil)...)
+	e.POST("/admin/users/:id/role", admin.setRole, recent(nil)...)
+	e.POST("/admin/users/:id/memberships", admin.grant, recent(nil)...)
+	e.POST("/admin/users/:id/memberships/revoke", admin.revoke, admins...)
 	e.POST("/admin/users/:id/disable", admin.disableUser, admins...)
 	e.POST("/admin/users/:id/enable", admin.enableUser, admins...)
 	e.POST("/admin/users/:id/end-sessions", admin.endSessions, admins...)
@@ -161,9 +174,9 @@ func New(d Deps) *echo.Echo {
 	hookPages := newWebhookPages(dash, d)
 	e.GET("/admin/webhooks", hookPages.list, admins...)
 	e.GET("/admin/webhooks/new", hookPages.newForm, admins...)
-	e.POST("/admin/webhooks", hookPages.create, admins...)
+	e.POST("/admin/webhooks", hookPages.create, recent(nil)...)
 	e.GET("/admin/webhooks/:id", hookPages.show, admins...)
-	e.POST("/admin/webhooks/:id", hookPages.update, admins...)
+	e.POST("/admin/webhooks/:id", hookPages.update, recent(webhookSettings)...)
 	e.GET("/admin/webhooks/:id/deliveries", hookPages.deliveries, admins...)
 	e.POST("/admin/webhooks/:id/rotate", hookPages.rotate, admins...)
 	e.POST("/admin/webhooks/:id/test", hookPages.test, admins...)

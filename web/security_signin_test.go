@@ -336,7 +336,8 @@ func TestSecurityFirstAdminMustChangeThePassword(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, p.status, "the printed password is not a new one")
 		p = b.post("/account/password", url.Values{"current": {first}, "password": {"my own new password"}, "confirm": {"my own new password"}})
 		require.Equal(t, http.StatusSeeOther, p.status, p.body)
-		require.Equal(t, "/signin", p.header.Get("Location"))
+		require.Equal(t, "/", p.header.Get("Location"))
+		require.Equal(t, http.StatusOK, b.get("/admin/users").status, "the session the password was changed in stays")
 
 		require.Equal(t, http.StatusUnauthorized, e.browser().signInFrom("", email, first).status)
 		b = e.browser()

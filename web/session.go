@@ -81,7 +81,7 @@ func loadSession(store sessionStore, k cookies) echo.MiddlewareFunc {
 				return err
 			default:
 				c.Set(sessionKey, s)
-				c.Set(principalKey, accounts.UserPrincipal(s.User))
+				c.Set(principalKey, s.Principal())
 			}
 			return next(c)
 		}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/arbiter-ledger/arbiter/services"
 )
 
 const (
@@ -148,6 +150,7 @@ func (h *triagePages) events(c echo.Context) error {
 	recheck := time.NewTicker(h.sessionCheckEvery)
 	defer recheck.Stop()
 	token := h.cookies.get(c, sessionCookie)
+	p := principal(c)
 	told := false // whether this stream has given the browser an id yet
 	for {
 		var err error
@@ -161,14 +164,19 @@ func (h *triagePages) events(c echo.Context) error {
 		case <-recheck.C:
 			// Any failure ends the stream; the browser's reconnect is
 			// answered as a fresh request would be.
-			if _, err := h.sessions.Session(c.Request().Context(), token); err != nil {
+			s, err := h.sessions.Session(c.Request().Context(), token)
+			if err != nil {
 				return nil
 			}
+			p = s.Principal() // memberships may have changed
 			continue
 		case <-heartbeat.C:
 			_, err = fmt.Fprint(w, ": keep-alive\n\n")
 		case <-wake:
-			cur := h.feed.latest()
+			cur, serr := h.stampFor(c.Request().Context(), p)
+			if serr != nil {
+				return nil // the browser reconnects
+			}
 			switch {
 			case cur == "":
 				continue
@@ -188,4 +196,15 @@ func (h *triagePages) events(c echo.Context) error {
 		}
 		w.Flush()
 	}
+}
+
+// stampFor is the stamp of the queue p sees. The shared poller watches every
+// namespace; a person who sees only some is told of a change only when the
+// queue of their namespaces changed, read when the shared stamp moves.
+func (h *triagePages) stampFor(ctx context.Context, p services.Principal) (string, error) {
+	cur := h.feed.latest()
+	if cur == "" || p.Global() {
+		return cur, nil
+	}
+	return h.ledger.TriageStamp(ctx, p)
 }

@@ -21,7 +21,7 @@ import (
 // ledger.
 type triageReader interface {
 	Triage(ctx context.Context, p services.Principal, limit int) (*services.Triage, error)
-	TriageStamp(ctx context.Context) (string, error)
+	TriageStamp(ctx context.Context, p services.Principal) (string, error)
 	List(ctx context.Context, p services.Principal, f services.ActionFilter) (*services.ActionPage, error)
 }
 
@@ -46,7 +46,9 @@ type triagePages struct {
 
 func newTriagePages(dash *dashboard, d Deps) *triagePages {
 	return &triagePages{dashboard: dash, ledger: d.Ledger, namespaces: d.Keys,
-		feed: newTriageFeed(d.Ledger.TriageStamp, d.Log), done: d.Done,
+		feed: newTriageFeed(func(ctx context.Context) (string, error) {
+			return d.Ledger.TriageStamp(ctx, services.Principal{Role: services.RoleAdmin})
+		}, d.Log), done: d.Done,
 		sessions: d.Accounts, sessionCheckEvery: sessionCheckEvery}
 }
 
@@ -85,7 +87,7 @@ func (h *triagePages) triageView(c echo.Context) (views.TriageView, error) {
 	ctx := c.Request().Context()
 	// The stamp is read before the queue: if the queue changes in between,
 	// the page holds an older stamp and live updates fetch it again.
-	stamp, err := h.ledger.TriageStamp(ctx)
+	stamp, err := h.ledger.TriageStamp(ctx, principal(c))
 	if err != nil {
 		return views.TriageView{}, err
 	}

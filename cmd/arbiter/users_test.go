@@ -128,7 +128,29 @@ func TestUsersCommands(t *testing.T) {
 			require.Equal(t, "ops@example.com", listed[0]["email"])
 			require.Equal(t, "operator", listed[0]["role"])
 			require.Nil(t, listed[0]["disabled_at"])
+			require.Equal(t, map[string]any{"*": "operator"}, listed[0]["memberships"])
 			require.NotContains(t, out, "argon2", "no password hashes")
+
+			// Memberships per namespace.
+			out, stderr, err = users("a team password\n", "create", "--email", "team@example.com", "--role", "operator",
+				"--namespace", "team-a", "--password-stdin")
+			require.Error(t, err, out)
+			require.Contains(t, stderr, `no namespace is named "team-a"`)
+			_, stderr, err = runArbiter(t, dir, env, "", "keys", "create", "--namespace", "team-a", "--name", "bot", "--role", "agent")
+			require.NoError(t, err, stderr)
+			out, stderr, err = users("a team password\n", "create", "--email", "team@example.com", "--role", "operator",
+				"--namespace", "team-a", "--password-stdin")
+			require.NoError(t, err, stderr)
+			require.Contains(t, out, "created operator team@example.com in team-a")
+			out, stderr, err = users("", "grant", "--email", "team@example.com", "--role", "viewer", "--namespace", "*")
+			require.NoError(t, err, stderr)
+			require.Equal(t, "team@example.com is viewer in *\n", out)
+			_, stderr, err = users("", "revoke", "--email", "team@example.com", "--namespace", "team-a")
+			require.NoError(t, err, stderr)
+			out, _, err = users("", "list", "--json")
+			require.NoError(t, err)
+			require.Contains(t, out, `"*": "viewer"`)
+			require.NotContains(t, out, `"team-a"`)
 
 			// The server accepts the new password, not the old one.
 			p := serve(t, dir, env)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/arbiter-ledger/arbiter/models"
@@ -40,11 +41,6 @@ func New(st *services.Store) *Accounts {
 	return &Accounts{st: st, now: services.Now, IdleTimeout: DefaultIdleTimeout, AbsoluteTimeout: DefaultAbsoluteTimeout, hashWait: hashWait}
 }
 
-// UserPrincipal is the principal a signed-in user acts as.
-func UserPrincipal(u models.User) services.Principal {
-	return services.Principal{Kind: "user", ID: u.ID, Name: u.Email, Role: services.Role(u.Role)}
-}
-
 func normalizeEmail(email string) (string, error) {
 	email = strings.ToLower(strings.TrimSpace(email))
 	a, err := mail.ParseAddress(email)
@@ -63,14 +59,28 @@ func validUserRole(r services.Role) error {
 	return services.Errorf(services.CodeInvalid, "unknown role %q: use viewer, operator or admin", r)
 }
 
-// CreateUser adds a user.
+// CreateUser adds a user: an admin, or a viewer or operator in every
+// namespace.
 func (a *Accounts) CreateUser(ctx context.Context, email string, role services.Role, password string) (models.User, error) {
+	return a.CreateMember(ctx, email, role, nil, password)
+}
+
+// CreateMember adds a user with role: an admin (namespaces must be empty),
+// or a viewer or operator in each of namespaces ("*" or none for every
+// namespace).
+func (a *Accounts) CreateMember(ctx context.Context, email string, role services.Role, namespaces []string, password string) (models.User, error) {
 	email, err := normalizeEmail(email)
 	if err != nil {
 		return models.User{}, err
 	}
 	if err := validUserRole(role); err != nil {
 		return models.User{}, err
+	}
+	if role == services.RoleAdmin && len(namespaces) > 0 {
+		return models.User{}, services.Errorf(services.CodeInvalid, "an admin sees and decides in every namespace: leave out the namespaces")
+	}
+	if role != services.RoleAdmin && len(namespaces) == 0 {
+		namespaces = []string{services.Everywhere}
 	}
 	if err := ValidatePassword(password); err != nil {
 		return models.User{}, err
@@ -81,12 +91,30 @@ func (a *Accounts) CreateUser(ctx context.Context, email string, role services.R
 	}
 	now := a.now()
 	u := models.User{ID: driver.NewID(), Email: email, Role: string(role), PasswordHash: hash, CreatedAt: now, UpdatedAt: now}
-	res := a.st.GormWriter().WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&u)
-	if res.Error != nil {
-		return models.User{}, services.DBError("accounts: create user", res.Error)
+	err = a.st.GormWriter().WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&u)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return services.Errorf(services.CodeConflict, "a user with email %q exists", email)
+		}
+		for _, ns := range namespaces {
+			if err := memberNamespace(tx, ns); err != nil {
+				return err
+			}
+			m := models.Membership{UserID: u.ID, Namespace: ns, Role: string(role), CreatedAt: now}
+			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&m).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if _, ok := services.AsError(err); ok {
+		return models.User{}, err
 	}
-	if res.RowsAffected == 0 {
-		return models.User{}, services.Errorf(services.CodeConflict, "a user with email %q exists", email)
+	if err != nil {
+		return models.User{}, services.DBError("accounts: create user", err)
 	}
 	return u, nil
 }
@@ -168,9 +196,10 @@ func (a *Accounts) SetPassword(ctx context.Context, userID, password string) err
 }
 
 // ChangePassword is a signed-in user replacing their own password: the
-// current one must be right and the new one must differ. Their sessions
-// end, so they sign in again with the new one.
-func (a *Accounts) ChangePassword(ctx context.Context, userID, current, password string) error {
+// current one must be right and the new one must differ. Their other
+// sessions end; the one named by keepToken (the browser they did it in)
+// stays signed in.
+func (a *Accounts) ChangePassword(ctx context.Context, userID, current, password, keepToken string) error {
 	u, err := a.User(ctx, userID)
 	if err != nil {
 		return err
@@ -185,15 +214,38 @@ func (a *Accounts) ChangePassword(ctx context.Context, userID, current, password
 	if current == password {
 		return services.Errorf(services.CodeInvalid, "the new password must differ from the current one")
 	}
-	return a.SetPassword(ctx, userID, password)
+	if err := ValidatePassword(password); err != nil {
+		return err
+	}
+	hash, err := a.hash(ctx, password)
+	if err != nil {
+		return err
+	}
+	if err := a.updateUser(ctx, userID, map[string]any{"password_hash": hash, "must_change_password": false}, false); err != nil {
+		return err
+	}
+	return a.EndOtherSessions(ctx, userID, keepToken)
 }
 
-// SetRole changes a user's role.
+// SetRole makes a user an admin, or a viewer or operator in every
+// namespace (replacing their memberships).
 func (a *Accounts) SetRole(ctx context.Context, userID string, role services.Role) error {
 	if err := validUserRole(role); err != nil {
 		return err
 	}
-	return a.updateUser(ctx, userID, map[string]any{"role": string(role)}, false)
+	if role == services.RoleAdmin {
+		return a.updateUser(ctx, userID, map[string]any{"role": string(role)}, false)
+	}
+	return a.changeMemberships(ctx, userID, func(tx *gorm.DB) error {
+		// An admin becoming a member is not one any more.
+		if err := tx.Model(&models.User{}).Where("id = ?", userID).Update("role", string(role)).Error; err != nil {
+			return err
+		}
+		if err := tx.Where("user_id = ?", userID).Delete(&models.Membership{}).Error; err != nil {
+			return err
+		}
+		return tx.Create(&models.Membership{UserID: userID, Namespace: services.Everywhere, Role: string(role), CreatedAt: a.now()}).Error
+	})
 }
 
 // SetDisabled disables (and signs out) or re-enables a user.
@@ -230,9 +282,18 @@ func (a *Accounts) EndSessions(ctx context.Context, userID string) error {
 // Session is a signed-in browser as the web layer sees it.
 type Session struct {
 	Token string // only returned by SignIn; the cookie's value
+	ID    string // names the session on the user's sessions page
 	CSRF  string
 	User  models.User
+	// Memberships are the user's, read with the session, so a change takes
+	// effect at the user's next request.
+	Memberships []models.Membership
+	// AuthenticatedAt is when the user last gave their password here.
+	AuthenticatedAt time.Time
 }
+
+// Principal is who the session's user acts as.
+func (s Session) Principal() services.Principal { return UserPrincipal(s.User, s.Memberships) }
 
 // SignIn checks a password and opens a new session with a fresh token (so a
 // token planted before sign-in is worthless). Attempts are throttled per
@@ -276,11 +337,16 @@ func (a *Accounts) SignIn(ctx context.Context, email, password, address, userAge
 	now = a.now()
 	token := randomBytes64(32)
 	s := models.Session{TokenHash: tokenHash(token), UserID: u.ID, CSRFToken: randomBytes64(32), CreatedAt: now,
-		LastSeenAt: now, ExpiresAt: now.Add(a.AbsoluteTimeout), Address: address, UserAgent: truncate(userAgent, 512)}
+		LastSeenAt: now, ExpiresAt: now.Add(a.AbsoluteTimeout), Address: address, UserAgent: truncate(userAgent, 512),
+		AuthenticatedAt: now}
 	if err := a.st.GormWriter().WithContext(ctx).Create(&s).Error; err != nil {
 		return Session{}, services.DBError("accounts: create session", err)
 	}
-	return Session{Token: token, CSRF: s.CSRFToken, User: u}, nil
+	ms, err := a.Memberships(ctx, u.ID)
+	if err != nil {
+		return Session{}, err
+	}
+	return Session{Token: token, ID: sessionID(s.TokenHash), CSRF: s.CSRFToken, User: u, Memberships: ms, AuthenticatedAt: now}, nil
 }
 
 // Session returns the live session for a cookie token, or unauthorized when
@@ -316,7 +382,13 @@ func (a *Accounts) Session(ctx context.Context, token string) (Session, error) {
 			return Session{}, services.DBError("accounts: touch session", err)
 		}
 	}
-	return Session{CSRF: s.CSRFToken, User: u}, nil
+	var ms []models.Membership
+	if u.Role != string(services.RoleAdmin) {
+		if ms, err = a.Memberships(ctx, u.ID); err != nil {
+			return Session{}, err
+		}
+	}
+	return Session{ID: sessionID(h), CSRF: s.CSRFToken, User: u, Memberships: ms, AuthenticatedAt: s.AuthenticatedAt}, nil
 }
 
 // SignOut ends the session of a cookie token.

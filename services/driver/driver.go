@@ -186,15 +186,18 @@ type Alert struct {
 // ActionListParams filters a list. Zero fields match everything.
 type ActionListParams struct {
 	Namespace string
-	Statuses  []record.Status
-	Tool      string
-	Agent     string
-	Since     *time.Time // created at or after
-	Until     *time.Time // created before
-	Search    string     // key or reference, exact
-	IDs       []string   // only these actions (well-formed ids)
-	BeforeID  string     // keyset: ids below this one
-	Limit     int
+	// Namespaces, when not empty, narrows to these: the namespaces a person
+	// is a member of.
+	Namespaces []string
+	Statuses   []record.Status
+	Tool       string
+	Agent      string
+	Since      *time.Time // created at or after
+	Until      *time.Time // created before
+	Search     string     // key or reference, exact
+	IDs        []string   // only these actions (well-formed ids)
+	BeforeID   string     // keyset: ids below this one
+	Limit      int
 }
 
 // ActionDueListParams selects passed deadlines.
@@ -223,7 +226,8 @@ type EntryOutcomeExistsParams struct {
 // them, so the planner can prove the indexes apply; they must be constants
 // of package record.
 type TriageParams struct {
-	Namespace  string // empty: every namespace
+	Namespace  string   // empty: every namespace
+	Namespaces []string // when not empty, only these (a person's memberships)
 	Statuses   []record.Status
 	AlertTypes []record.EntryType
 	Since      time.Time // alerts recorded at or after

@@ -279,13 +279,14 @@ func (s *Service) List(ctx context.Context, pr services.Principal, ns string) ([
 		return nil, err
 	}
 	q := s.st.Gorm().WithContext(ctx).Where("deleted_at IS NULL")
+	one, among, none := pr.Scope(ns)
 	switch {
-	case !pr.Global() && ns != "" && ns != pr.Namespace:
+	case none:
 		return []*Policy{}, nil
-	case !pr.Global():
-		q = q.Where("namespace = ?", pr.Namespace)
-	case ns != "":
-		q = q.Where("namespace = ?", ns)
+	case one != "":
+		q = q.Where("namespace = ?", one)
+	case len(among) > 0:
+		q = q.Where("namespace IN ?", among)
 	}
 	var ms []models.Policy
 	if err := q.Order("created_at, id").Find(&ms).Error; err != nil {

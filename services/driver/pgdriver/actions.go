@@ -44,6 +44,14 @@ func (e *executor) ActionList(ctx context.Context, p *driver.ActionListParams) (
 	if p.Namespace != "" {
 		add("namespace = ?", p.Namespace)
 	}
+	if len(p.Namespaces) > 0 {
+		ph := make([]string, len(p.Namespaces))
+		for i, ns := range p.Namespaces {
+			args = append(args, ns)
+			ph[i] = fmt.Sprintf("$%d", len(args))
+		}
+		where = append(where, "namespace IN ("+strings.Join(ph, ", ")+")")
+	}
 	if len(p.Statuses) > 0 {
 		ph := make([]string, len(p.Statuses))
 		for i, s := range p.Statuses {

@@ -3,6 +3,7 @@ package pgdriver
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/arbiter-ledger/arbiter/services/driver"
 	"github.com/arbiter-ledger/arbiter/services/record"
@@ -12,35 +13,45 @@ import (
 // (literalList), exactly as the partial indexes of migration 00003 do, so
 // the planner can prove the indexes apply.
 
-func scope(ns, column string, argN int) (string, []any) {
-	if ns == "" {
-		return "", nil
+func scope(p *driver.TriageParams, column string, argN int) (string, []any) {
+	var cond string
+	var args []any
+	if p.Namespace != "" {
+		cond, args = fmt.Sprintf(" AND %s = $%d", column, argN), []any{p.Namespace}
 	}
-	return fmt.Sprintf(" AND %s = $%d", column, argN), []any{ns}
+	if len(p.Namespaces) > 0 {
+		ph := make([]string, len(p.Namespaces))
+		for i, ns := range p.Namespaces {
+			args = append(args, ns)
+			ph[i] = fmt.Sprintf("$%d", argN+len(args)-1)
+		}
+		cond += fmt.Sprintf(" AND %s IN (%s)", column, strings.Join(ph, ", "))
+	}
+	return cond, args
 }
 
 func (e *executor) TriageCounts(ctx context.Context, p *driver.TriageParams) (map[record.Status]int64, error) {
-	cond, args := scope(p.Namespace, "namespace", 1)
+	cond, args := scope(p, "namespace", 1)
 	rows, err := e.q.QueryContext(ctx, `SELECT status, count(*) FROM actions WHERE status IN (`+
 		driver.LiteralList(p.Statuses)+`)`+cond+` GROUP BY status`, args...)
 	return driver.CountRows[record.Status](rows, err)
 }
 
 func (e *executor) TriageWaiting(ctx context.Context, p *driver.TriageParams) ([]*record.Action, error) {
-	cond, args := scope(p.Namespace, "namespace", 1)
+	cond, args := scope(p, "namespace", 1)
 	return driver.ScanActions(e.q.QueryContext(ctx, `SELECT `+actionColumns+` FROM actions WHERE status IN (`+
 		driver.LiteralList(p.Statuses)+`)`+cond+fmt.Sprintf(` ORDER BY updated_at, id LIMIT %d`, p.Limit), args...))
 }
 
 func (e *executor) TriageAlertCounts(ctx context.Context, p *driver.TriageParams) (map[record.EntryType]int64, error) {
-	cond, args := scope(p.Namespace, "namespace", 2)
+	cond, args := scope(p, "namespace", 2)
 	rows, err := e.q.QueryContext(ctx, `SELECT type, count(*) FROM entries WHERE type IN (`+driver.LiteralList(p.AlertTypes)+
 		`) AND recorded_at >= $1`+cond+` GROUP BY type`, append([]any{p.Since}, args...)...)
 	return driver.CountRows[record.EntryType](rows, err)
 }
 
 func (e *executor) TriageAlerts(ctx context.Context, p *driver.TriageParams) ([]*driver.TriageAlert, error) {
-	cond, args := scope(p.Namespace, "e.namespace", 2)
+	cond, args := scope(p, "e.namespace", 2)
 	rows, err := e.q.QueryContext(ctx, `SELECT e.type, e.recorded_at, `+driver.Prefixed("a", actionColumns)+`
 		FROM entries e JOIN actions a ON a.id = e.action_id
 		WHERE e.type IN (`+driver.LiteralList(p.AlertTypes)+`) AND e.recorded_at >= $1`+cond+
@@ -53,13 +64,16 @@ func (e *executor) TriageAlerts(ctx context.Context, p *driver.TriageParams) ([]
 func (e *executor) TriageStamp(ctx context.Context, p *driver.TriageParams) (string, error) {
 	var n, m int64
 	var newest, newestAlert string
+	cond, args := scope(p, "namespace", 1)
 	err := e.q.QueryRowContext(ctx, `SELECT count(*), COALESCE(CAST(max(updated_at) AS text), '')
-		FROM actions WHERE status IN (`+driver.LiteralList(p.Statuses)+`)`).Scan(&n, &newest)
+		FROM actions WHERE status IN (`+driver.LiteralList(p.Statuses)+`)`+cond, args...).Scan(&n, &newest)
 	if err != nil {
 		return "", err
 	}
+	alertCond, alertArgs := scope(p, "namespace", 2)
 	err = e.q.QueryRowContext(ctx, `SELECT count(*), COALESCE(CAST(max(recorded_at) AS text), '')
-		FROM entries WHERE type IN (`+driver.LiteralList(p.AlertTypes)+`) AND recorded_at >= $1`, p.Since).Scan(&m, &newestAlert)
+		FROM entries WHERE type IN (`+driver.LiteralList(p.AlertTypes)+`) AND recorded_at >= $1`+alertCond,
+		append([]any{p.Since}, alertArgs...)...).Scan(&m, &newestAlert)
 	if err != nil {
 		return "", err
 	}

@@ -54,6 +54,12 @@ func (e *executor) ActionList(ctx context.Context, p *driver.ActionListParams) (
 	if p.Namespace != "" {
 		add("namespace = ?", p.Namespace)
 	}
+	if len(p.Namespaces) > 0 {
+		for _, ns := range p.Namespaces {
+			args = append(args, ns)
+		}
+		where = append(where, "namespace IN (?"+strings.Repeat(", ?", len(p.Namespaces)-1)+")")
+	}
 	if len(p.Statuses) > 0 {
 		ph := make([]string, len(p.Statuses))
 		for i, s := range p.Statuses {

@@ -3,6 +3,7 @@ package sqlitedriver
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/arbiter-ledger/arbiter/services/driver"
 	"github.com/arbiter-ledger/arbiter/services/record"
@@ -12,35 +13,43 @@ import (
 // (literalList), exactly as the partial indexes of migration 00003 do, so
 // SQLite can prove the indexes apply.
 
-func scope(ns, column string) (string, []any) {
-	if ns == "" {
-		return "", nil
+func scope(p *driver.TriageParams, column string) (string, []any) {
+	var cond string
+	var args []any
+	if p.Namespace != "" {
+		cond, args = fmt.Sprintf(" AND %s = ?", column), []any{p.Namespace}
 	}
-	return fmt.Sprintf(" AND %s = ?", column), []any{ns}
+	if len(p.Namespaces) > 0 {
+		for _, ns := range p.Namespaces {
+			args = append(args, ns)
+		}
+		cond += fmt.Sprintf(" AND %s IN (?%s)", column, strings.Repeat(", ?", len(p.Namespaces)-1))
+	}
+	return cond, args
 }
 
 func (e *executor) TriageCounts(ctx context.Context, p *driver.TriageParams) (map[record.Status]int64, error) {
-	cond, args := scope(p.Namespace, "namespace")
+	cond, args := scope(p, "namespace")
 	rows, err := e.r.QueryContext(ctx, `SELECT status, count(*) FROM actions WHERE status IN (`+
 		driver.LiteralList(p.Statuses)+`)`+cond+` GROUP BY status`, args...)
 	return driver.CountRows[record.Status](rows, err)
 }
 
 func (e *executor) TriageWaiting(ctx context.Context, p *driver.TriageParams) ([]*record.Action, error) {
-	cond, args := scope(p.Namespace, "namespace")
+	cond, args := scope(p, "namespace")
 	return driver.ScanActions(e.r.QueryContext(ctx, `SELECT `+actionColumns+` FROM actions WHERE status IN (`+
 		driver.LiteralList(p.Statuses)+`)`+cond+fmt.Sprintf(` ORDER BY updated_at, id LIMIT %d`, p.Limit), args...))
 }
 
 func (e *executor) TriageAlertCounts(ctx context.Context, p *driver.TriageParams) (map[record.EntryType]int64, error) {
-	cond, args := scope(p.Namespace, "namespace")
+	cond, args := scope(p, "namespace")
 	rows, err := e.r.QueryContext(ctx, `SELECT type, count(*) FROM entries WHERE type IN (`+driver.LiteralList(p.AlertTypes)+
 		`) AND recorded_at >= ?`+cond+` GROUP BY type`, append([]any{p.Since}, args...)...)
 	return driver.CountRows[record.EntryType](rows, err)
 }
 
 func (e *executor) TriageAlerts(ctx context.Context, p *driver.TriageParams) ([]*driver.TriageAlert, error) {
-	cond, args := scope(p.Namespace, "e.namespace")
+	cond, args := scope(p, "e.namespace")
 	rows, err := e.r.QueryContext(ctx, `SELECT e.type, e.recorded_at, `+driver.Prefixed("a", actionColumns)+`
 		FROM entries e JOIN actions a ON a.id = e.action_id
 		WHERE e.type IN (`+driver.LiteralList(p.AlertTypes)+`) AND e.recorded_at >= ?`+cond+
@@ -51,13 +60,15 @@ func (e *executor) TriageAlerts(ctx context.Context, p *driver.TriageParams) ([]
 func (e *executor) TriageStamp(ctx context.Context, p *driver.TriageParams) (string, error) {
 	var n, m int64
 	var newest, newestAlert string
+	cond, args := scope(p, "namespace")
 	err := e.r.QueryRowContext(ctx, `SELECT count(*), COALESCE(CAST(max(updated_at) AS text), '')
-		FROM actions WHERE status IN (`+driver.LiteralList(p.Statuses)+`)`).Scan(&n, &newest)
+		FROM actions WHERE status IN (`+driver.LiteralList(p.Statuses)+`)`+cond, args...).Scan(&n, &newest)
 	if err != nil {
 		return "", err
 	}
 	err = e.r.QueryRowContext(ctx, `SELECT count(*), COALESCE(CAST(max(recorded_at) AS text), '')
-		FROM entries WHERE type IN (`+driver.LiteralList(p.AlertTypes)+`) AND recorded_at >= ?`, p.Since).Scan(&m, &newestAlert)
+		FROM entries WHERE type IN (`+driver.LiteralList(p.AlertTypes)+`) AND recorded_at >= ?`+cond,
+		append([]any{p.Since}, args...)...).Scan(&m, &newestAlert)
 	if err != nil {
 		return "", err
 	}
