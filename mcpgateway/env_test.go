@@ -1,0 +1,272 @@
+package mcpgateway_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arbiter-ledger/arbiter/client"
+	"github.com/arbiter-ledger/arbiter/mcpgateway"
+	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/services/accounts"
+	"github.com/arbiter-ledger/arbiter/services/dbtest"
+	"github.com/arbiter-ledger/arbiter/services/policies"
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
+	"github.com/arbiter-ledger/arbiter/web"
+)
+
+// The tests run every part for real: an Arbiter server on a fresh
+// database, the fake payments MCP server of examples/mcp-payments as a
+// child process (over stdio, or over streamable HTTP), the gateway, and the
+// Go SDK's MCP client as the host.
+
+var paymentsBin string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", "16")
+	}
+	dir, err := os.MkdirTemp("", "mcp-payments")
+	if err != nil {
+		panic(err)
+	}
+	paymentsBin = filepath.Join(dir, "mcp-payments")
+	if out, err := exec.Command("go", "build", "-o", paymentsBin, "../examples/mcp-payments").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build mcp-payments: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// mode is how the host reaches the gateway and the gateway its upstream.
+type mode struct {
+	name string
+	http bool // streamable HTTP on both sides; else stdio on both
+}
+
+var modes = []mode{{"stdio", false}, {"http", true}}
+
+// arbiter is a real Arbiter server on st.
+type arbiter struct {
+	t      *testing.T
+	st     *services.Store
+	ledger *services.Ledger
+	url    string
+}
+
+func startArbiter(t *testing.T, st *services.Store) *arbiter {
+	t.Helper()
+	ledger := services.NewLedger(st)
+	approvals := policies.New(st)
+	ledger.SetApprover(approvals)
+	srv := httptest.NewServer(web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st),
+		Webhooks: webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}), Policies: approvals,
+		Metrics: web.NewMetrics(nil), Log: slog.New(slog.DiscardHandler)}))
+	t.Cleanup(srv.Close)
+	return &arbiter{t: t, st: st, ledger: ledger, url: srv.URL}
+}
+
+func (a *arbiter) client(ns, name string, role services.Role) *client.Client {
+	a.t.Helper()
+	_, secret, err := accounts.NewKeys(a.st).CreateKey(context.Background(), accounts.CreateKeyRequest{Namespace: ns, Name: name, Role: role})
+	require.NoError(a.t, err)
+	return client.New(a.url, secret, client.WithBackoff(20*time.Millisecond, 200*time.Millisecond), client.WithTimeout(10*time.Second))
+}
+
+// sweep times out the actions whose lease passed, as the server's sweeper
+// does every second.
+func (a *arbiter) sweep() {
+	a.t.Helper()
+	_, err := a.ledger.Sweep(context.Background())
+	require.NoError(a.t, err)
+}
+
+// payments is the fake payments server's state file.
+type payments struct {
+	t    *testing.T
+	path string
+}
+
+type paymentsState struct {
+	Refunds []struct {
+		RefundID  string `json:"refund_id"`
+		OrderID   string `json:"order_id"`
+		Amount    int    `json:"amount"`
+		Cancelled bool   `json:"cancelled"`
+	} `json:"refunds"`
+	Calls map[string]int `json:"calls"`
+}
+
+func (p *payments) state() paymentsState {
+	p.t.Helper()
+	var s paymentsState
+	raw, err := os.ReadFile(p.path)
+	if os.IsNotExist(err) {
+		return s
+	}
+	require.NoError(p.t, err)
+	require.NoError(p.t, json.Unmarshal(raw, &s))
+	return s
+}
+
+// startUpstream starts the fake payments server: as a command for the
+// gateway to run over stdio, or as a process serving streamable HTTP.
+func startUpstream(t *testing.T, m mode, flags ...string) (mcpgateway.Upstream, *payments) {
+	t.Helper()
+	p := &payments{t: t, path: filepath.Join(t.TempDir(), "payments.json")}
+	args := append([]string{"-state", p.path}, flags...)
+	if !m.http {
+		return mcpgateway.Upstream{Command: append([]string{paymentsBin}, args...)}, p
+	}
+	cmd := exec.Command(paymentsBin, append(args, "-http", "127.0.0.1:0")...)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	return mcpgateway.Upstream{URL: strings.TrimSpace(line)}, p
+}
+
+// gateway is a running gateway with a host session connected to it.
+type gateway struct {
+	*mcpgateway.Gateway
+	host *mcp.ClientSession
+
+	mu       sync.Mutex
+	progress []*mcp.ProgressNotificationParams
+}
+
+// startGateway starts a gateway for the upstream with the configuration
+// document cfg and connects the Go SDK's MCP client to it as the host.
+func startGateway(t *testing.T, m mode, arb *client.Client, up mcpgateway.Upstream, cfg string) *gateway {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := mcpgateway.ParseConfig([]byte(cfg))
+	require.NoError(t, err)
+	g, err := mcpgateway.New(ctx, mcpgateway.Options{Arbiter: arb, Upstream: up, Config: c, WorkerPoll: 50 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	gw := &gateway{Gateway: g}
+	var served sync.WaitGroup
+	// Cleanups run last first: the host leaves, then the HTTP server
+	// closes, then the gateway stops.
+	t.Cleanup(func() {
+		cancel()
+		served.Wait()
+		_ = g.Close()
+	})
+
+	host := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			gw.mu.Lock()
+			defer gw.mu.Unlock()
+			gw.progress = append(gw.progress, req.Params)
+		}})
+	var transport mcp.Transport
+	if m.http {
+		srv := httptest.NewServer(g.HTTPHandler())
+		t.Cleanup(srv.Close)
+		transport = &mcp.StreamableClientTransport{Endpoint: srv.URL}
+	} else {
+		// The host's stdio: two pipes, newline-delimited JSON-RPC both ways.
+		hostR, gwW := io.Pipe()
+		gwR, hostW := io.Pipe()
+		served.Add(1)
+		go func() {
+			defer served.Done()
+			_ = g.Serve(ctx, &mcp.IOTransport{Reader: gwR, Writer: gwW})
+		}()
+		transport = &mcp.IOTransport{Reader: hostR, Writer: hostW}
+	}
+	gw.host, err = host.Connect(ctx, transport, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = gw.host.Close() })
+	return gw
+}
+
+// runWorker runs the gateway's worker until the test ends.
+func (g *gateway) runWorker(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = g.RunWorker(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func (g *gateway) call(t *testing.T, tool string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	params.SetProgressToken("host-" + tool)
+	res, err := g.host.CallTool(ctx, params)
+	require.NoError(t, err)
+	return res
+}
+
+func (g *gateway) progressMessages() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for _, p := range g.progress {
+		out = append(out, p.Message)
+	}
+	return out
+}
+
+// text is a result's text content.
+func text(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// eventually waits for cond, failing the test after 15 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// each runs fn for every database and every transport mode, in parallel.
+func each(t *testing.T, fn func(t *testing.T, m mode, arb *arbiter)) {
+	t.Helper()
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			dbtest.Each(t, func(t *testing.T, st *services.Store) { fn(t, m, startArbiter(t, st)) })
+		})
+	}
+}

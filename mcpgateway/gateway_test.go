@@ -1,0 +1,335 @@
+package mcpgateway_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arbiter-ledger/arbiter/client"
+	"github.com/arbiter-ledger/arbiter/services"
+)
+
+const refundConfig = `{
+  "name": "payments",
+  "tools": [
+    {"match": "refund", "key": "refund:{order_id}", "reference": "order {order_id}", "lease": "2s",
+     "external_ref": "{result.refund_id}",
+     "compensate": {"tool": "cancel_refund", "arguments": {"refund_id": "{result.refund_id}"}},
+     "lookup": {"tool": "find_refund", "arguments": {"order_id": "{order_id}"}, "found": "refund_id"}}
+  ]
+}`
+
+func TestGuardedCallRunsOnceAndAnIdenticalRepeatIsAReplay(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, m mode, arb *arbiter) {
+		up, pay := startUpstream(t, m)
+		agent := arb.client("payments", "gateway", services.RoleAgent)
+		g := startGateway(t, m, agent, up, refundConfig)
+		ctx := context.Background()
+
+		tools, err := g.host.ListTools(ctx, nil)
+		require.NoError(t, err)
+		desc := map[string]string{}
+		for _, tool := range tools.Tools {
+			desc[tool.Name] = tool.Description
+		}
+		assert.Equal(t, "Refund an order.\n\n(Calls of this tool are recorded in Arbiter's action ledger: an identical repeat returns "+
+			"the first call's saved result instead of running again, and a call may wait for a person's approval.)", desc["refund"])
+		assert.Equal(t, "Find the refunds of an order.", desc["find_refund"], "a read-only tool is listed unchanged")
+
+		args := map[string]any{"order_id": "order-8812", "amount": 1999}
+		first := g.call(t, "refund", args)
+		require.False(t, first.IsError, text(first))
+		assert.Equal(t, map[string]any{"refund_id": "re_1", "order_id": "order-8812", "amount": float64(1999), "cancelled": false},
+			first.StructuredContent)
+		assert.Nil(t, first.Meta["arbiter"])
+
+		again := g.call(t, "refund", args)
+		require.False(t, again.IsError, text(again))
+		assert.Equal(t, first.StructuredContent, again.StructuredContent)
+		assert.Contains(t, text(again), "[Arbiter] This identical call was made before (attempt 1, succeeded): this is its saved result. refund was not called again.")
+		meta, _ := again.Meta["arbiter"].(map[string]any)
+		require.NotNil(t, meta, "the replay is marked in _meta")
+		assert.Equal(t, true, meta["replay"])
+		assert.Equal(t, "refund:order-8812", meta["key"])
+
+		assert.Equal(t, 1, pay.state().Calls["refund"], "the upstream saw one call")
+		a, err := agent.ActionByKey(ctx, "refund:order-8812")
+		require.NoError(t, err)
+		assert.Equal(t, client.StatusSucceeded, a.Status)
+		assert.Equal(t, "payments.refund", a.Tool)
+		assert.Equal(t, "unkeyed", a.Effect)
+		assert.Equal(t, "order order-8812", *a.Reference)
+		assert.Equal(t, "re_1", *a.ExternalRef)
+		assert.JSONEq(t, `{"order_id":"order-8812","amount":1999}`, string(a.Params))
+	})
+}
+
+func TestReadOnlyToolPassesThroughWithoutAnEntry(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, m mode, arb *arbiter) {
+		up, pay := startUpstream(t, m)
+		agent := arb.client("payments", "gateway", services.RoleAgent)
+		g := startGateway(t, m, agent, up, `{}`)
+
+		res := g.call(t, "find_refund", map[string]any{"order_id": "order-1"})
+		require.False(t, res.IsError, text(res))
+		assert.Equal(t, map[string]any{"refunds": []any{}}, res.StructuredContent)
+		res = g.call(t, "find_refund", map[string]any{"order_id": "order-1"})
+		require.False(t, res.IsError, text(res))
+		assert.Equal(t, 2, pay.state().Calls["find_refund"], "every call of a read-only tool reaches the upstream")
+		page, err := agent.ListActions(context.Background(), client.ListOptions{})
+		require.NoError(t, err)
+		assert.Empty(t, page.Actions, "nothing was recorded")
+	})
+}
+
+func TestDefaultKeyRecognisesOnlyAnIdenticalCall(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, m mode, arb *arbiter) {
+		up, pay := startUpstream(t, m)
+		agent := arb.client("payments", "gateway", services.RoleAgent)
+		g := startGateway(t, m, agent, up, `{}`)
+
+		first := g.call(t, "refund", map[string]any{"order_id": "o-1", "amount": 5})
+		require.False(t, first.IsError, text(first))
+		// The same arguments in another order are the same call.
+		again := g.call(t, "refund", map[string]any{"amount": 5, "order_id": "o-1"})
+		require.False(t, again.IsError, text(again))
+		assert.Contains(t, text(again), "[Arbiter] This identical call was made before")
+		other := g.call(t, "refund", map[string]any{"order_id": "o-1", "amount": 6})
+		require.False(t, other.IsError, text(other))
+		assert.NotContains(t, text(other), "[Arbiter]")
+		assert.Equal(t, 2, pay.state().Calls["refund"])
+
+		page, err := agent.ListActions(context.Background(), client.ListOptions{})
+		require.NoError(t, err)
+		require.Len(t, page.Actions, 2)
+		for _, a := range page.Actions {
+			assert.Equal(t, "payments.refund", a.Tool)
+			assert.Equal(t, "unkeyed", a.Effect)
+			assert.True(t, strings.HasPrefix(a.Key, "payments.refund:"), a.Key)
+			assert.Len(t, a.Key, len("payments.refund:")+64)
+		}
+	})
+}
+
+func TestCallLackingATemplatedArgumentIsRefused(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, m mode, arb *arbiter) {
+		up, pay := startUpstream(t, m)
+		agent := arb.client("payments", "gateway", services.RoleAgent)
+		g := startGateway(t, m, agent, up, refundConfig)
+
+		res := g.call(t, "refund", map[string]any{"amount": 1999})
+		require.True(t, res.IsError)
+		assert.Equal(t, `refund was not called: the argument "order_id" is required (it is part of the call's key or mappings) and is missing.`, text(res))
+		assert.Equal(t, 0, pay.state().Calls["refund"])
+		page, err := agent.ListActions(context.Background(), client.ListOptions{})
+		require.NoError(t, err)
+		assert.Empty(t, page.Actions)
+	})
+}
+
+func TestKeyReusedWithOtherArgumentsIsRefused(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, m mode, arb *arbiter) {
+		up, pay := startUpstream(t, m)
+		agent := arb.client("payments", "gateway", services.RoleAgent)
+		g := startGateway(t, m, agent, up, refundConfig)
+
+		require.False(t, g.call(t, "refund", map[string]any{"order_id": "o-7", "amount": 100}).IsError)
+		res := g.call(t, "refund", map[string]any{"order_id": "o-7", "amount": 500})
+		require.True(t, res.IsError)
+		a, err := agent.ActionByKey(context.Background(), "refund:o-7")
+		require.NoError(t, err)
+		assert.Contains(t, text(res), `refund was not called: its key "refund:o-7" was used before by a call with other arguments`)
+		assert.Contains(t, text(res), "/actions/"+a.ID)
+		assert.Equal(t, 1, pay.state().Calls["refund"])
+	})
+}
+
+// approvalGateway starts a gateway whose refunds need a person's approval,
+// and a refund call waiting for it.
+func approvalCall(t *testing.T, m mode, arb *arbiter) (*gateway, *payments, *client.Client, chan *mcp.CallToolResult) {
+	up, pay := startUpstream(t, m)
+	agent := arb.client("payments", "gateway", services.RoleAgent)
+	g := startGateway(t, m, agent, up, `{"name": "payments", "approval_wait": "20s",
+	  "tools": [{"match": "refund", "key": "refund:{order_id}", "require_approval": true}]}`)
+	operator := arb.client("payments", "on-call", services.RoleOperator)
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		params := &mcp.CallToolParams{Name: "refund", Arguments: map[string]any{"order_id": "o-big", "amount": 250000}}
+		params.SetProgressToken("wait-1")
+		res, err := g.host.CallTool(ctx, params)
+		if err != nil {
+			res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "host: " + err.Error()}}}
+		}
+		done <- res
+	}()
+	eventually(t, "the refund awaits approval and the host heard so", func() bool {
+		a, err := agent.ActionByKey(context.Background(), "refund:o-big")
+		return err == nil && a.Status == client.StatusAwaitingApproval && len(g.progressMessages()) > 0
+	})
+	return g, pay, operator, done
+}
+
+func TestCallNeedingApprovalWaitsAndProceedsAfterApprove(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, m mode, arb *arbiter) {
+		g, pay, operator, done := approvalCall(t, m, arb)
+		assert.Equal(t, 0, pay.state().Calls["refund"], "nothing runs before the approval")
+		msgs := g.progressMessages()
+		assert.True(t, strings.HasPrefix(msgs[0], "Waiting for a person to approve refund in Arbiter"), msgs[0])
+
+		ctx := context.Background()
+		a, err := operator.ActionByKey(ctx, "refund:o-big")
+		require.NoError(t, err)
+		_, err = operator.Decide(ctx, a.ID, client.Decision{Decision: client.DecisionApprove, Reason: "checked with finance"})
+		require.NoError(t, err)
+
+		res := <-done
+		require.False(t, res.IsError, text(res))
+		assert.Equal(t, "re_1", res.StructuredContent.(map[string]any)["refund_id"])
+		assert.Equal(t, 1, pay.state().Calls["refund"])
+	})
+}
+
+func TestCallNeedingApprovalIsRefusedAfterReject(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, m mode, arb *arbiter) {
+		_, pay, operator, done := approvalCall(t, m, arb)
+		ctx := context.Background()
+		a, err := operator.ActionByKey(ctx, "refund:o-big")
+		require.NoError(t, err)
+		_, err = operator.Decide(ctx, a.ID, client.Decision{Decision: client.DecisionReject, Reason: "over the customer's payment"})
+		require.NoError(t, err)
+
+		res := <-done
+		require.True(t, res.IsError)
+		assert.Equal(t, "refund was not run: denied by on-call: over the customer's payment ("+operator.ActionURL(a.ID)+
+			"). It will not run with these arguments.", text(res))
+		assert.Equal(t, 0, pay.state().Calls["refund"])
+	})
+}
+
+func TestUpstreamThatDiesAfterTheEffectLeavesATimedOutActionForAPerson(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, m mode, arb *arbiter) {
+		if m.http {
+			t.Skip("the fake server's crash over HTTP is not wired up yet")
+		}
+		up, pay := startUpstream(t, m, "-crash-after-refund")
+		agent := arb.client("payments", "gateway", services.RoleAgent)
+		g := startGateway(t, m, agent, up, `{"name": "payments", "tools": [{"match": "refund", "key": "refund:{order_id}", "lease": "1s"}]}`)
+		ctx := context.Background()
+
+		res := g.call(t, "refund", map[string]any{"order_id": "o-lost", "amount": 700})
+		require.True(t, res.IsError)
+		a, err := agent.ActionByKey(ctx, "refund:o-lost")
+		require.NoError(t, err)
+		assert.Contains(t, text(res), "refund was called and no answer came back")
+		assert.Contains(t, text(res), "Arbiter holds the action (key \"refund:o-lost\") for a person")
+		assert.Contains(t, text(res), agent.ActionURL(a.ID))
+		assert.Len(t, pay.state().Refunds, 1, "the effect happened")
+
+		eventually(t, "the lease passes", func() bool {
+			arb.sweep()
+			a, err = agent.ActionByKey(ctx, "refund:o-lost")
+			return err == nil && a.Status == client.StatusTimedOut
+		})
+		again := g.call(t, "refund", map[string]any{"order_id": "o-lost", "amount": 700})
+		require.True(t, again.IsError)
+		assert.Equal(t, "refund was not called: an earlier identical call (attempt 1) ended without an answer, so whether it took effect "+
+			"is unknown. A person has the action and decides what happened before anything runs again: "+agent.ActionURL(a.ID)+
+			". Calling again will not run it; tell the user that a person is looking at it.", text(again))
+		assert.Equal(t, 1, pay.state().Calls["refund"], "nothing was resent")
+	})
+}
+
+func TestLookupConfirmsATimedOutCallThatHappened(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, m mode, arb *arbiter) {
+		if m.http {
+			t.Skip("the fake server's crash over HTTP is not wired up yet")
+		}
+		up, pay := startUpstream(t, m, "-crash-after-refund")
+		agent := arb.client("payments", "gateway", services.RoleAgent)
+		g := startGateway(t, m, agent, up, strings.Replace(refundConfig, `"lease": "2s"`, `"lease": "1s"`, 1))
+		ctx := context.Background()
+
+		require.True(t, g.call(t, "refund", map[string]any{"order_id": "o-9", "amount": 300}).IsError)
+		g.runWorker(t)
+		var a *client.Action
+		eventually(t, "the worker's lookup confirms it", func() bool {
+			arb.sweep()
+			var err error
+			a, err = agent.ActionByKey(ctx, "refund:o-9")
+			return err == nil && a.Status == client.StatusConfirmed
+		})
+		assert.Equal(t, "re_1", *a.ExternalRef)
+		assert.Equal(t, 1, pay.state().Calls["refund"])
+		assert.GreaterOrEqual(t, pay.state().Calls["find_refund"], 1)
+
+		// The model's repeat is answered from the ledger.
+		again := g.call(t, "refund", map[string]any{"order_id": "o-9", "amount": 300})
+		require.False(t, again.IsError, text(again))
+		assert.Contains(t, text(again), "it was confirmed to have happened")
+	})
+}
+
+func TestOperatorRetryAndCompensationReachTheUpstream(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, m mode, arb *arbiter) {
+		if m.http {
+			t.Skip("the fake server's crash over HTTP is not wired up yet")
+		}
+		up, pay := startUpstream(t, m, "-crash-after-refund")
+		agent := arb.client("payments", "gateway", services.RoleAgent)
+		// No lookup: the timed-out refund waits for a person.
+		g := startGateway(t, m, agent, up, `{"name": "payments", "tools": [{"match": "refund", "key": "refund:{order_id}", "lease": "1s",
+		  "compensate": {"tool": "cancel_refund", "arguments": {"refund_id": "{result.refund_id}"}}}]}`)
+		operator := arb.client("payments", "on-call", services.RoleOperator)
+		ctx := context.Background()
+
+		require.True(t, g.call(t, "refund", map[string]any{"order_id": "o-3", "amount": 300}).IsError)
+		var a *client.Action
+		eventually(t, "timed out", func() bool {
+			arb.sweep()
+			var err error
+			a, err = agent.ActionByKey(ctx, "refund:o-3")
+			return err == nil && a.Status == client.StatusTimedOut
+		})
+		g.runWorker(t)
+		_, err := operator.Decide(ctx, a.ID, client.Decision{Decision: client.DecisionRetry, Reason: "provider shows nothing",
+			AcknowledgeDuplicateRisk: true})
+		require.NoError(t, err)
+		eventually(t, "the worker retries with the original arguments", func() bool {
+			a, err = agent.ActionByKey(ctx, "refund:o-3")
+			return err == nil && a.Status == client.StatusSucceeded
+		})
+		assert.Equal(t, 2, a.Attempt)
+		st := pay.state()
+		require.Len(t, st.Refunds, 2)
+		assert.Equal(t, "o-3", st.Refunds[1].OrderID)
+		assert.Equal(t, 300, st.Refunds[1].Amount)
+
+		_, err = operator.Decide(ctx, a.ID, client.Decision{Decision: client.DecisionCompensate, Reason: "refunded twice"})
+		require.NoError(t, err)
+		eventually(t, "the worker compensates", func() bool {
+			a, err = agent.ActionByKey(ctx, "refund:o-3")
+			return err == nil && a.Status == client.StatusCompensated
+		})
+		st = pay.state()
+		assert.Equal(t, 1, st.Calls["cancel_refund"])
+		assert.True(t, st.Refunds[1].Cancelled, "the refund of attempt 2 is cancelled")
+		assert.False(t, st.Refunds[0].Cancelled)
+	})
+}
