@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -91,12 +92,12 @@ func (c *call) run(ctx context.Context, a client.Attempt) (any, string, error) {
 	res, ref, err := c.g.execute(ctx, c.p, a.Params, c.args, forwardProgress(ctx, c.req))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var wire *jsonrpc.Error
+	var answered *protocolError
 	switch {
 	case res != nil:
 		c.result = res
-	case errors.As(err, &wire):
-		c.protoErr = wire
+	case errors.As(err, &answered):
+		c.protoErr = answered.wire
 	}
 	if res == nil {
 		return nil, ref, err // not a typed nil in the interface
@@ -121,18 +122,41 @@ func (g *Gateway) execute(ctx context.Context, p *plan, params json.RawMessage, 
 		params = json.RawMessage(`{}`)
 	}
 	res, err := g.up.call(ctx, p.tool.Name, params, progress)
-	var wire *jsonrpc.Error
 	switch {
 	case err == nil && res.IsError:
 		return res, "", client.Retriable(fmt.Errorf("the tool answered an error: %s", contentText(res)))
 	case err == nil:
 		return res, g.externalRef(p, args, params, res), nil
-	case errors.As(err, &wire):
-		return nil, "", client.Retriable(fmt.Errorf("the upstream answered a protocol error: %w", err))
 	case errors.Is(err, errNotSent):
 		return nil, "", client.Retriable(err)
 	}
+	if wire := answeredError(err); wire != nil {
+		return nil, "", client.Retriable(&protocolError{wire: wire})
+	}
 	return nil, "", client.Unknown(fmt.Errorf("the call was sent to the upstream and no answer came: %w", err))
+}
+
+// protocolError is a JSON-RPC error the upstream answered a call with: it
+// says the call failed, and the host gets it as it is.
+type protocolError struct{ wire *jsonrpc.Error }
+
+func (e *protocolError) Error() string {
+	return "the upstream answered a protocol error: " + e.wire.Error()
+}
+
+// localCodes are the JSON-RPC codes the SDK gives errors of its own
+// making (the connection closed, the transport rejected the request, no
+// code): they are not the upstream's answer, so the call's fate is unknown.
+var localCodes = []int64{-32001, -32003, -32004, -32005}
+
+// answeredError returns the JSON-RPC error the upstream answered, or nil
+// when err is not one.
+func answeredError(err error) *jsonrpc.Error {
+	var wire *jsonrpc.Error
+	if !errors.As(err, &wire) || slices.Contains(localCodes, wire.Code) {
+		return nil
+	}
+	return wire
 }
 
 // externalRef renders the rule's external_ref for a result; a result that

@@ -223,9 +223,6 @@ func TestCallNeedingApprovalIsRefusedAfterReject(t *testing.T) {
 func TestUpstreamThatDiesAfterTheEffectLeavesATimedOutActionForAPerson(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, m mode, arb *arbiter) {
-		if m.http {
-			t.Skip("the fake server's crash over HTTP is not wired up yet")
-		}
 		up, pay := startUpstream(t, m, "-crash-after-refund")
 		agent := arb.client("payments", "gateway", services.RoleAgent)
 		g := startGateway(t, m, agent, up, `{"name": "payments", "tools": [{"match": "refund", "key": "refund:{order_id}", "lease": "1s"}]}`)
@@ -258,7 +255,7 @@ func TestLookupConfirmsATimedOutCallThatHappened(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, m mode, arb *arbiter) {
 		if m.http {
-			t.Skip("the fake server's crash over HTTP is not wired up yet")
+			t.Skip("over HTTP the crashed upstream would have to be restarted on its address; the test does not do that yet")
 		}
 		up, pay := startUpstream(t, m, "-crash-after-refund")
 		agent := arb.client("payments", "gateway", services.RoleAgent)
@@ -289,7 +286,7 @@ func TestOperatorRetryAndCompensationReachTheUpstream(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, m mode, arb *arbiter) {
 		if m.http {
-			t.Skip("the fake server's crash over HTTP is not wired up yet")
+			t.Skip("over HTTP the crashed upstream would have to be restarted on its address; the test does not do that yet")
 		}
 		up, pay := startUpstream(t, m, "-crash-after-refund")
 		agent := arb.client("payments", "gateway", services.RoleAgent)

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-
 	"github.com/arbiter-ledger/arbiter/client"
 )
 
@@ -76,16 +74,15 @@ func (g *Gateway) compensator(p *plan) client.CompensateFunc {
 			return "", fmt.Errorf("cannot compensate with %s: %w", p.compensate.tool, err)
 		}
 		res, err := g.up.call(ctx, p.compensate.tool, cargs, nil)
-		var wire *jsonrpc.Error
 		switch {
 		case err == nil && res.IsError:
 			return "", fmt.Errorf("%s answered an error: %s", p.compensate.tool, contentText(res))
 		case err == nil:
 			return "", nil
-		case errors.As(err, &wire):
-			return "", fmt.Errorf("%s answered a protocol error: %w", p.compensate.tool, err)
 		case errors.Is(err, errNotSent):
 			return "", client.Retriable(err)
+		case answeredError(err) != nil:
+			return "", fmt.Errorf("%s answered a protocol error: %w", p.compensate.tool, err)
 		}
 		return "", client.Unknown(fmt.Errorf("%s was sent and no answer came: %w", p.compensate.tool, err))
 	}
