@@ -84,3 +84,14 @@ func TestUnreachableUpstreamIsAnErrorAtStart(t *testing.T) {
 		})
 	}
 }
+
+func TestTheExampleConfigurationFitsTheExampleServer(t *testing.T) {
+	t.Parallel()
+	cfg, err := mcpgateway.LoadConfig("../examples/mcp-payments/gateway.json")
+	require.NoError(t, err)
+	up := mcpgateway.Upstream{Command: []string{paymentsBin, "-state", filepath.Join(t.TempDir(), "p.json")}}
+	g, err := mcpgateway.New(context.Background(), mcpgateway.Options{Arbiter: nowhere, Upstream: up, Config: cfg,
+		Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	require.NoError(t, g.Close())
+}
