@@ -2,7 +2,7 @@
 # against a real PostgreSQL (see .ci/with-postgres) and SQLite, then the
 # SDKs' suites against a real `arbiter serve` on both databases.
 
-.PHONY: test test-go test-sdk test-sdk-python test-sdk-typescript test-short test-scale test-reliability generate build fmt vet lint fuzz
+.PHONY: test test-go test-sdk test-sdk-python test-sdk-typescript test-contract test-short test-scale test-reliability generate build fmt vet lint fuzz
 
 test: test-go test-sdk
 
@@ -22,6 +22,12 @@ test-sdk-python:
 # real arbiter serve on SQLite and PostgreSQL (needs Node 20+ and npm).
 test-sdk-typescript:
 	sdk/typescript/run-tests all
+
+# test-contract fuzzes the HTTP contract from outside: schemathesis (pinned in
+# sdk/contract/requirements.txt) against a live arbiter serve on SQLite and
+# PostgreSQL, once per key role, from web/openapi.json (about two minutes).
+test-contract:
+	.ci/with-postgres sdk/contract/run all
 
 # test-scale seeds a million actions on PostgreSQL and checks the dashboard's
 # query plans use indexes (a minute or two).
