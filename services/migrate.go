@@ -69,3 +69,16 @@ func (s *Store) Migrate(ctx context.Context) ([]int64, error) {
 	}
 	return applied, nil
 }
+
+// MigrateTo applies the pending migrations up to and including version, for
+// tests that check what a migration does to data written before it.
+func (s *Store) MigrateTo(ctx context.Context, version int64) error {
+	p, err := s.provider()
+	if err != nil {
+		return err
+	}
+	if _, err := p.UpTo(ctx, version); err != nil {
+		return fmt.Errorf("store: migrate to %d: %w", version, err)
+	}
+	return nil
+}
