@@ -86,6 +86,9 @@ func (c *call) answer(ctx context.Context, spec client.GuardSpec, out *client.Ou
 			"Call again after it ends to get its result; see %s.", name, inProg.Attempt, until, c.g.arbiter.ActionURL(inProg.ActionID)), nil
 	case errors.As(err, &finished):
 		return toolError("%s was not called again: %s. See %s.", name, endedText(finished.Action), c.g.arbiter.ActionURL(finished.Action.ID)), nil
+	case errors.Is(err, errNotSent):
+		return toolError("%s was not called: the upstream server could not be reached, so nothing happened. "+
+			"Calling again with the same arguments runs it once the server is back (%v).", name, err), nil
 	case errors.Is(err, client.ErrUnreachable):
 		return toolError("%s was not called: Arbiter, which records every call of this tool before it runs, cannot be reached. "+
 			"Nothing happened; try again later.", name), nil

@@ -105,6 +105,15 @@ func (a *arbiter) sweep() {
 type payments struct {
 	t    *testing.T
 	path string
+	args []string
+
+	// Over HTTP: the server process, its address, and whether the test
+	// stopped it.
+	mu     sync.Mutex
+	addr   string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	down   bool
 }
 
 type paymentsState struct {
@@ -130,22 +139,78 @@ func (p *payments) state() paymentsState {
 }
 
 // startUpstream starts the fake payments server: as a command for the
-// gateway to run over stdio, or as a process serving streamable HTTP.
+// gateway to run over stdio, or as a process serving streamable HTTP. An
+// HTTP server that exits on its own (-crash-after-refund) is started again
+// on the same address, as a supervisor would, so that the gateway's next
+// call, a lookup, a retry or a compensation reaches it.
 func startUpstream(t *testing.T, m mode, flags ...string) (mcpgateway.Upstream, *payments) {
 	t.Helper()
 	p := &payments{t: t, path: filepath.Join(t.TempDir(), "payments.json")}
-	args := append([]string{"-state", p.path}, flags...)
+	p.args = append([]string{"-state", p.path}, flags...)
 	if !m.http {
-		return mcpgateway.Upstream{Command: append([]string{paymentsBin}, args...)}, p
+		return mcpgateway.Upstream{Command: append([]string{paymentsBin}, p.args...)}, p
 	}
-	cmd := exec.Command(paymentsBin, append(args, "-http", "127.0.0.1:0")...)
+	p.addr = "127.0.0.1:0"
+	p.start()
+	t.Cleanup(p.stop)
+	return mcpgateway.Upstream{URL: "http://" + p.addr + "/mcp"}, p
+}
+
+// start runs the HTTP server on p.addr (the first time on any free port,
+// then on the port it got) and supervises it.
+func (p *payments) start() {
+	p.t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	require.NoError(p.t, p.startLocked())
+}
+
+func (p *payments) startLocked() error {
+	cmd := exec.Command(paymentsBin, append(p.args, "-http", p.addr)...)
 	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
 	line, err := bufio.NewReader(out).ReadString('\n')
-	require.NoError(t, err)
-	return mcpgateway.Upstream{URL: strings.TrimSpace(line)}, p
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return fmt.Errorf("mcp-payments on %s: %w", p.addr, err)
+	}
+	p.addr = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(line), "http://"), "/mcp")
+	p.cmd, p.down = cmd, false
+	exited := make(chan struct{})
+	p.exited = exited
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+		// Under the lock, so that stop either sees the new process or
+		// keeps it from starting.
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.cmd == cmd && !p.down {
+			if err := p.startLocked(); err != nil {
+				p.t.Errorf("restart the upstream: %v", err)
+			}
+		}
+	}()
+	return nil
+}
+
+// stop stops the HTTP server and keeps it stopped: the port then refuses
+// connections until start.
+func (p *payments) stop() {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.down = true
+	p.mu.Unlock()
+	if cmd != nil {
+		_ = cmd.Process.Kill()
+		<-exited
+	}
 }
 
 // gateway is a running gateway with a host session connected to it.

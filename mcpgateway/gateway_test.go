@@ -12,6 +12,7 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/client"
 	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/services/dbtest"
 )
 
 const refundConfig = `{
@@ -254,9 +255,6 @@ func TestUpstreamThatDiesAfterTheEffectLeavesATimedOutActionForAPerson(t *testin
 func TestLookupConfirmsATimedOutCallThatHappened(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, m mode, arb *arbiter) {
-		if m.http {
-			t.Skip("over HTTP the crashed upstream would have to be restarted on its address; the test does not do that yet")
-		}
 		up, pay := startUpstream(t, m, "-crash-after-refund")
 		agent := arb.client("payments", "gateway", services.RoleAgent)
 		g := startGateway(t, m, agent, up, strings.Replace(refundConfig, `"lease": "2s"`, `"lease": "1s"`, 1))
@@ -285,9 +283,6 @@ func TestLookupConfirmsATimedOutCallThatHappened(t *testing.T) {
 func TestOperatorRetryAndCompensationReachTheUpstream(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, m mode, arb *arbiter) {
-		if m.http {
-			t.Skip("over HTTP the crashed upstream would have to be restarted on its address; the test does not do that yet")
-		}
 		up, pay := startUpstream(t, m, "-crash-after-refund")
 		agent := arb.client("payments", "gateway", services.RoleAgent)
 		// No lookup: the timed-out refund waits for a person.
@@ -328,5 +323,39 @@ func TestOperatorRetryAndCompensationReachTheUpstream(t *testing.T) {
 		assert.Equal(t, 1, st.Calls["cancel_refund"])
 		assert.True(t, st.Refunds[1].Cancelled, "the refund of attempt 2 is cancelled")
 		assert.False(t, st.Refunds[0].Cancelled)
+	})
+}
+
+func TestUpstreamRefusingTheConnectionIsARetriableFailure(t *testing.T) {
+	t.Parallel()
+	m := mode{"http", true}
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		arb := startArbiter(t, st)
+		up, pay := startUpstream(t, m)
+		agent := arb.client("payments", "gateway", services.RoleAgent)
+		g := startGateway(t, m, agent, up, `{"name": "payments", "tools": [{"match": "refund", "key": "refund:{order_id}"}]}`)
+		ctx := context.Background()
+		args := map[string]any{"order_id": "o-down", "amount": 120}
+
+		// The upstream is gone and its port refuses connections: the call
+		// cannot have left the gateway.
+		pay.stop()
+		res := g.call(t, "refund", args)
+		require.True(t, res.IsError)
+		assert.True(t, strings.HasPrefix(text(res), "refund was not called: the upstream server could not be reached, so nothing happened. "+
+			"Calling again with the same arguments runs it once the server is back ("), text(res))
+		a, err := agent.ActionByKey(ctx, "refund:o-down")
+		require.NoError(t, err)
+		assert.Equal(t, client.StatusFailed, a.Status, "a failure, not an unknown outcome for a person")
+
+		pay.start()
+		again := g.call(t, "refund", args)
+		require.False(t, again.IsError, text(again))
+		assert.NotContains(t, text(again), "[Arbiter]", "it ran: a failed call is no replay")
+		a, err = agent.ActionByKey(ctx, "refund:o-down")
+		require.NoError(t, err)
+		assert.Equal(t, client.StatusSucceeded, a.Status)
+		assert.Equal(t, 2, a.Attempt)
+		assert.Equal(t, 1, pay.state().Calls["refund"], "the server saw the second call only")
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os/exec"
 	"strconv"
@@ -65,7 +66,8 @@ type upstream struct {
 }
 
 // errNotSent means the call never reached the upstream: the gateway could
-// not connect. Nothing happened.
+// not connect (no session, or the upstream URL refused the connection of
+// the call's own request). Nothing happened.
 var errNotSent = errors.New("the upstream could not be reached; the call was not sent")
 
 func newUpstream(spec Upstream, log *slog.Logger, opts *mcp.ClientOptions) *upstream {
@@ -115,6 +117,21 @@ func (u *upstream) transport() mcp.Transport {
 // progress notifications for the call. An error that wraps errNotSent
 // means the upstream never got the call.
 func (u *upstream) call(ctx context.Context, name string, args any, progress func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error) {
+	res, err := u.callOnce(ctx, name, args, progress)
+	if errors.Is(err, mcp.ErrSessionMissing) {
+		// The upstream answered 404 to the call: it does not know the
+		// session (it restarted) and did not run the call. A new session
+		// may send it once more; that is not a retry of anything that ran.
+		u.log.WarnContext(ctx, "mcp gateway: the upstream lost the session; connecting again", "upstream", u.spec.String())
+		res, err = u.callOnce(ctx, name, args, progress)
+		if errors.Is(err, mcp.ErrSessionMissing) {
+			return nil, fmt.Errorf("%w: %w", errNotSent, err)
+		}
+	}
+	return res, err
+}
+
+func (u *upstream) callOnce(ctx context.Context, name string, args any, progress func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error) {
 	cs, err := u.session(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errNotSent, err)
@@ -126,7 +143,35 @@ func (u *upstream) call(ctx context.Context, name string, args any, progress fun
 		defer u.progress.Delete(token)
 		params.SetProgressToken(token)
 	}
-	return cs.CallTool(ctx, params)
+	res, err := cs.CallTool(ctx, params)
+	switch {
+	case err == nil:
+	case errors.Is(err, mcp.ErrSessionMissing):
+		u.forget(cs)
+	case dialFailed(err):
+		err = fmt.Errorf("%w: %w", errNotSent, err)
+	}
+	return res, err
+}
+
+// forget drops cs, a session the upstream no longer knows, so that the
+// next call connects again.
+func (u *upstream) forget(cs *mcp.ClientSession) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.cs == cs {
+		u.cs = nil
+		go cs.Close()
+	}
+}
+
+// dialFailed says whether err is a failure to open the connection that
+// would have carried the request (refused, no route, no such host): then
+// not one byte of the call left the gateway. Every other transport error may
+// come after the upstream got the call.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 func (u *upstream) forwardProgress(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
