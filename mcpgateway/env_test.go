@@ -86,10 +86,20 @@ func startArbiter(t *testing.T, st *services.Store) *arbiter {
 	return &arbiter{t: t, st: st, ledger: ledger, url: srv.URL}
 }
 
-func (a *arbiter) client(ns, name string, role services.Role) *client.Client {
+// key creates an API key and returns its secret.
+func (a *arbiter) key(ns, name string, role services.Role) string {
 	a.t.Helper()
 	_, secret, err := accounts.NewKeys(a.st).CreateKey(context.Background(), accounts.CreateKeyRequest{Namespace: ns, Name: name, Role: role})
 	require.NoError(a.t, err)
+	return secret
+}
+
+func (a *arbiter) client(ns, name string, role services.Role) *client.Client {
+	a.t.Helper()
+	return a.clientFor(a.key(ns, name, role))
+}
+
+func (a *arbiter) clientFor(secret string) *client.Client {
 	return client.New(a.url, secret, client.WithBackoff(20*time.Millisecond, 200*time.Millisecond), client.WithTimeout(10*time.Second))
 }
 
