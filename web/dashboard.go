@@ -16,6 +16,7 @@ import (
 type dashboard struct {
 	cookies cookies
 	origins *originCheck
+	signIn  views.SignInOptions // the ways of signing in this server offers
 }
 
 // contentSecurityPolicy allows no inline script or style and nothing from

@@ -34,6 +34,11 @@ func requireRecentAuth(d *dashboard, store reauthenticator, now func() time.Time
 				return next(c)
 			}
 			r := c.Request()
+			// A user without a usable password confirms at the provider.
+			if d.signIn.SSO && (!accounts.HasPassword(s.User) || !d.signIn.Passwords) {
+				return render(c, http.StatusUnauthorized, views.Reauthenticate(d.pageFor(c, "Confirm it is you", ""), r.URL.Path, nil, "",
+					views.SSOReauth{Only: true, Next: ssoReturn(r.URL.Path)}))
+			}
 			password := r.PostFormValue("reauth_password")
 			var msg string
 			if password != "" {
@@ -61,7 +66,7 @@ func requireRecentAuth(d *dashboard, store reauthenticator, now func() time.Time
 			if msg != "" {
 				status = http.StatusForbidden
 			}
-			return render(c, status, views.Reauthenticate(d.pageFor(c, "Confirm your password", ""), r.URL.Path, fields, msg))
+			return render(c, status, views.Reauthenticate(d.pageFor(c, "Confirm your password", ""), r.URL.Path, fields, msg, views.SSOReauth{}))
 		}
 	}
 }

@@ -8,12 +8,14 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/services/accounts"
 	"github.com/arbiter-ledger/arbiter/services/policies"
+	"github.com/arbiter-ledger/arbiter/services/sso"
 	"github.com/arbiter-ledger/arbiter/services/webhooks"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/views"
 )
 
 // Deps are what the HTTP surface is built from.
@@ -40,6 +42,11 @@ type Deps struct {
 	// MetricsElsewhere leaves /metrics to a listener of its own
 	// (ARBITER_METRICS_ADDR, Metrics.Handler).
 	MetricsElsewhere bool
+	// SSO is single sign-on with an OpenID Connect provider; nil for none.
+	SSO *sso.SSO
+	// LocalPasswordsOff leaves single sign-on the only way in
+	// (ARBITER_LOCAL_PASSWORDS=false); it needs SSO.
+	LocalPasswordsOff bool
 }
 
 // New returns the HTTP handler with every route. The whole surface reads
@@ -54,7 +61,8 @@ func New(d Deps) *echo.Echo {
 	}
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = clientAddress(d.TrustedProxies)
-	dash := &dashboard{cookies: cookies{secure: d.SecureCookies}, origins: newOriginCheck(d.PublicURL)}
+	dash := &dashboard{cookies: cookies{secure: d.SecureCookies}, origins: newOriginCheck(d.PublicURL),
+		signIn: views.SignInOptions{SSO: d.SSO != nil, Passwords: d.SSO == nil || !d.LocalPasswordsOff}}
 	e.HTTPErrorHandler = errorHandler(d.Log, dash)
 	e.Use(middleware.RequestID())
 	e.Use(requestLog(d.Log, d.Metrics))
@@ -127,6 +135,13 @@ func New(d Deps) *echo.Echo {
 	e.GET("/signin", signin.form, session...)
 	e.POST("/signin", signin.submit, session...)
 	e.POST("/signout", signin.signOut, session...)
+	if d.SSO != nil {
+		// The callback is a GET from the provider: the state bound to this
+		// browser's cookie stands in for the CSRF token (web/signin_sso.go).
+		ssoSignIn := &ssoPages{signinPages: signin, sso: d.SSO, identity: d.Accounts, publicURL: d.PublicURL, log: d.Log}
+		e.GET("/signin/sso", ssoSignIn.begin, session...)
+		e.GET(ssoCallbackPath, ssoSignIn.callback, session...)
+	}
 	password := &passwordPages{dashboard: dash, accounts: d.Accounts}
 	e.GET(changePasswordPath, password.form, signedIn...)
 	e.POST(changePasswordPath, password.submit, signedIn...)

@@ -39,11 +39,14 @@ func (h *signinPages) show(c echo.Context, status int, email, next, errMsg strin
 	h.cookies.set(c, signinCookie, token, 30*time.Minute)
 	p := h.pageFor(c, "Sign in", "")
 	p.CSRF = token
-	return render(c, status, views.SignIn(p, email, safeNext(next), errMsg))
+	return render(c, status, views.SignIn(p, email, safeNext(next), errMsg, h.signIn))
 }
 
 func (h *signinPages) submit(c echo.Context) error {
 	email, next := strings.TrimSpace(c.FormValue("email")), c.FormValue("next")
+	if !h.signIn.Passwords {
+		return h.show(c, http.StatusForbidden, "", next, "Passwords are turned off here: sign in with single sign-on.")
+	}
 	if !h.origins.allows(c.Request()) || !tokensEqual(c.Request().PostFormValue("csrf_token"), h.cookies.get(c, signinCookie)) {
 		return h.show(c, http.StatusForbidden, email, next, "The sign-in form expired. Please try again.")
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/services/accounts"
 	"github.com/arbiter-ledger/arbiter/services/policies"
+	"github.com/arbiter-ledger/arbiter/services/sso"
 	"github.com/arbiter-ledger/arbiter/services/webhooks"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -35,6 +36,15 @@ type serveCmd struct {
 	TrustedProxies      []string      `name:"trusted-proxies" env:"ARBITER_TRUSTED_PROXIES" sep:"," help:"CIDRs of the proxies and load balancers in front of Arbiter, comma-separated; X-Forwarded-For is read only from them."`
 	MetricsAddr         string        `name:"metrics-addr" env:"ARBITER_METRICS_ADDR" help:"Serve /metrics on this address only, not on the main listener (the production setting)."`
 	AdminPasswordFile   string        `name:"admin-password-file" env:"ARBITER_ADMIN_PASSWORD_FILE" default:"arbiter-data/initial-admin-password" help:"Where the first start writes the first admin's password (mode 0600)."`
+
+	// Single sign-on (README, Security).
+	OIDCIssuer       string   `name:"oidc-issuer" env:"ARBITER_OIDC_ISSUER" help:"Issuer URL of the OpenID Connect provider; setting it turns single sign-on on. Register PUBLIC_URL/signin/sso/callback as the redirect URL."`
+	OIDCClientID     string   `name:"oidc-client-id" env:"ARBITER_OIDC_CLIENT_ID" help:"Arbiter's client id at the provider."`
+	OIDCClientSecret string   `name:"oidc-client-secret" env:"ARBITER_OIDC_CLIENT_SECRET" help:"Arbiter's client secret at the provider (prefer the environment variable to the flag)."`
+	OIDCScopes       []string `name:"oidc-scopes" env:"ARBITER_OIDC_SCOPES" sep:"," default:"email,profile" help:"Scopes asked for besides openid, comma-separated (add groups where the provider needs it for the groups claim)."`
+	OIDCRoleClaim    string   `name:"oidc-role-claim" env:"ARBITER_OIDC_ROLE_CLAIM" default:"groups" help:"The ID token claim the group mapping reads (a name, or a dotted path such as realm_access.roles)."`
+	OIDCGroups       []string `name:"oidc-groups" env:"ARBITER_OIDC_GROUPS" sep:"," help:"The group mapping, comma-separated VALUE=ROLE[:NAMESPACE], e.g. arbiter-admins=admin,payments-ops=operator:payments,readers=viewer:*."`
+	LocalPasswords   bool     `name:"local-passwords" env:"ARBITER_LOCAL_PASSWORDS" default:"true" negatable:"" help:"Let people sign in with an Arbiter password; false leaves single sign-on the only way in."`
 }
 
 func (s *serveCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
@@ -66,7 +76,33 @@ func (s *serveCmd) validate() error {
 	if _, err := web.ParseTrustedProxies(s.TrustedProxies); err != nil {
 		return fmt.Errorf("--trusted-proxies: %w", err)
 	}
+	if !s.LocalPasswords && s.OIDCIssuer == "" {
+		return fmt.Errorf("local passwords are off (ARBITER_LOCAL_PASSWORDS=false) but no single sign-on is set up (ARBITER_OIDC_ISSUER): nobody could sign in")
+	}
+	if s.OIDCIssuer != "" {
+		if s.OIDCClientID == "" {
+			return fmt.Errorf("ARBITER_OIDC_ISSUER is set: ARBITER_OIDC_CLIENT_ID is required too")
+		}
+		if _, err := sso.ParseRule(s.OIDCRoleClaim, s.OIDCGroups); err != nil {
+			return fmt.Errorf("ARBITER_OIDC_GROUPS: %w", err)
+		}
+	}
 	return nil
+}
+
+// passwordsOff reports whether single sign-on is the only way in. A
+// serveCmd built in code (the demo) leaves LocalPasswords false and has no
+// provider: passwords stay on.
+func (s *serveCmd) passwordsOff() bool { return !s.LocalPasswords && s.OIDCIssuer != "" }
+
+// singleSignOn reads the provider's discovery document when single sign-on
+// is set up, so a wrong issuer stops the start rather than every sign-in.
+func (s *serveCmd) singleSignOn(ctx context.Context, st *services.Store) (*sso.SSO, error) {
+	if s.OIDCIssuer == "" {
+		return nil, nil
+	}
+	return sso.New(ctx, st, sso.Config{Issuer: s.OIDCIssuer, ClientID: s.OIDCClientID, ClientSecret: s.OIDCClientSecret,
+		Scopes: s.OIDCScopes, RoleClaim: s.OIDCRoleClaim, Groups: s.OIDCGroups})
 }
 
 // server is Arbiter listening on its address, with its sweeper and webhook
@@ -97,10 +133,17 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 	metrics := web.NewMetrics(ledger.CountByStatus)
 	accts := accounts.New(st)
 	accts.IdleTimeout, accts.AbsoluteTimeout = s.SessionIdle, s.SessionAbsolute
-	if email, password, created, err := accts.EnsureAdmin(ctx); err != nil {
+	signOn, err := s.singleSignOn(ctx, st)
+	if err != nil {
 		return nil, err
-	} else if created {
-		s.reportFirstAdmin(log, email, password)
+	}
+	// With passwords off, the first admin comes from the group mapping.
+	if !s.passwordsOff() {
+		if email, password, created, err := accts.EnsureAdmin(ctx); err != nil {
+			return nil, err
+		} else if created {
+			s.reportFirstAdmin(log, email, password)
+		}
 	}
 	policy := webhooks.AddressPolicy{AllowPrivate: s.WebhookAllowPrivate}
 	hooks := webhooks.New(st, policy)
@@ -117,7 +160,7 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 	}
 	handler := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accts,
 		Webhooks: hooks, Policies: approvals, Metrics: metrics, Log: log, SecureCookies: secure, PublicURL: s.PublicURL, Done: ctx.Done(),
-		TrustedProxies: trusted, MetricsElsewhere: s.MetricsAddr != ""})
+		TrustedProxies: trusted, MetricsElsewhere: s.MetricsAddr != "", SSO: signOn, LocalPasswordsOff: s.passwordsOff()})
 
 	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {

@@ -320,21 +320,30 @@ func (a *Accounts) SignIn(ctx context.Context, email, password, address, userAge
 			return Session{}, services.DBError("accounts: sign in", err)
 		}
 	}
+	// A user who signs in through the identity provider has no password
+	// (""); checking the dummy hash keeps them from being told apart by time.
+	hasPassword := u.ID != "" && u.PasswordHash != ""
 	hash := u.PasswordHash
-	if u.ID == "" {
+	if !hasPassword {
 		hash = dummyHash()
 	}
 	matched, err := a.check(ctx, hash, password)
 	if err != nil {
 		return Session{}, err
 	}
-	if !matched || u.ID == "" || u.DisabledAt != nil {
+	if !matched || !hasPassword || u.DisabledAt != nil {
 		return Session{}, services.Errorf(services.CodeUnauthorized, "wrong email or password")
 	}
 	if err := a.forgive(ctx, address, norm); err != nil {
 		return Session{}, err
 	}
-	now = a.now()
+	return a.openSession(ctx, u, address, userAgent)
+}
+
+// openSession starts a session for u, who has just proved who they are,
+// with a fresh token (so a token planted before sign-in is worthless).
+func (a *Accounts) openSession(ctx context.Context, u models.User, address, userAgent string) (Session, error) {
+	now := a.now()
 	token := randomBytes64(32)
 	s := models.Session{TokenHash: tokenHash(token), UserID: u.ID, CSRFToken: randomBytes64(32), CreatedAt: now,
 		LastSeenAt: now, ExpiresAt: now.Add(a.AbsoluteTimeout), Address: address, UserAgent: truncate(userAgent, 512),
