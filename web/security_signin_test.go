@@ -76,14 +76,19 @@ func TestSecurityParallelWrongPasswordsAreThrottled(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		e := newEnv(t, st)
-		b := e.browser()
-		b.get("/signin")
+		// A browser each (a browser keeps its cookies and token, so one must
+		// not be shared between goroutines), all from the same address.
+		browsers := make([]*browser, 30)
+		for i := range browsers {
+			browsers[i] = e.browser()
+			browsers[i].get("/signin")
+		}
 		statuses := make([]int, 30)
 		var wg sync.WaitGroup
 		for i := range statuses {
 			wg.Go(func() {
 				// Other accounts each time: only the address's count applies.
-				statuses[i] = b.signInFrom("", "guess"+string(rune('a'+i%26))+string(rune('a'+i/26))+"@example.com", "wrong password!!").status
+				statuses[i] = browsers[i].signInFrom("", "guess"+string(rune('a'+i%26))+string(rune('a'+i/26))+"@example.com", "wrong password!!").status
 			})
 		}
 		wg.Wait()
