@@ -68,13 +68,13 @@ var modes = []mode{{"stdio", false}, {"http", true}}
 
 // arbiter is a real Arbiter server on st.
 type arbiter struct {
-	t      *testing.T
+	t      testing.TB
 	st     *services.Store
 	ledger *services.Ledger
 	url    string
 }
 
-func startArbiter(t *testing.T, st *services.Store) *arbiter {
+func startArbiter(t testing.TB, st *services.Store) *arbiter {
 	t.Helper()
 	ledger := services.NewLedger(st)
 	approvals := policies.New(st)
@@ -113,7 +113,7 @@ func (a *arbiter) sweep() {
 
 // payments is the fake payments server's state file.
 type payments struct {
-	t    *testing.T
+	t    testing.TB
 	path string
 	args []string
 
@@ -153,7 +153,7 @@ func (p *payments) state() paymentsState {
 // HTTP server that exits on its own (-crash-after-refund) is started again
 // on the same address, as a supervisor would, so that the gateway's next
 // call, a lookup, a retry or a compensation reaches it.
-func startUpstream(t *testing.T, m mode, flags ...string) (mcpgateway.Upstream, *payments) {
+func startUpstream(t testing.TB, m mode, flags ...string) (mcpgateway.Upstream, *payments) {
 	t.Helper()
 	p := &payments{t: t, path: filepath.Join(t.TempDir(), "payments.json")}
 	p.args = append([]string{"-state", p.path}, flags...)
@@ -234,7 +234,7 @@ type gateway struct {
 
 // startGateway starts a gateway for the upstream with the configuration
 // document cfg and connects the Go SDK's MCP client to it as the host.
-func startGateway(t *testing.T, m mode, arb *client.Client, up mcpgateway.Upstream, cfg string) *gateway {
+func startGateway(t testing.TB, m mode, arb *client.Client, up mcpgateway.Upstream, cfg string) *gateway {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c, err := mcpgateway.ParseConfig([]byte(cfg))

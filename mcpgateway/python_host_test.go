@@ -101,7 +101,7 @@ func installPythonMCP() (string, error) {
 }
 
 // arbiterCommand builds the arbiter binary once.
-func arbiterCommand(t *testing.T) string {
+func arbiterCommand(t testing.TB) string {
 	t.Helper()
 	arbiterOnce.Do(func() {
 		arbiterBin = filepath.Join(filepath.Dir(paymentsBin), "arbiter")
