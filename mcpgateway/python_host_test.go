@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -67,7 +68,7 @@ func installPythonMCP() (string, error) {
 	if out, err := exec.Command(base, "-c", "import sys; sys.exit(sys.version_info < (3, 10))").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("%s is older than 3.10: %v %s", base, err, out)
 	}
-	venv := filepath.Join(os.TempDir(), "arbiter-python-"+pythonMCP)
+	venv := filepath.Join(os.TempDir(), "arbiter-python-"+strings.ReplaceAll(pythonMCP, "==", "-"))
 	py := filepath.Join(venv, "bin", "python")
 	if exec.Command(py, "-c", "import mcp").Run() == nil {
 		return py, nil
