@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/services/accounts"
 	"github.com/arbiter-ledger/arbiter/views"
 )
 
@@ -28,11 +29,17 @@ const changePasswordPath = "/account/password"
 
 func (h *passwordPages) form(c echo.Context) error {
 	u, _ := currentUser(c)
+	if !accounts.HasPassword(u) {
+		return render(c, http.StatusOK, views.NoLocalPassword(h.pageFor(c, "Your password", "")))
+	}
 	return render(c, http.StatusOK, views.ChangePassword(h.pageFor(c, "Change password", ""), u.MustChangePassword, ""))
 }
 
 func (h *passwordPages) submit(c echo.Context) error {
 	u, _ := currentUser(c)
+	if !accounts.HasPassword(u) {
+		return render(c, http.StatusConflict, views.NoLocalPassword(h.pageFor(c, "Your password", "")))
+	}
 	r := c.Request()
 	show := func(status int, msg string) error {
 		return render(c, status, views.ChangePassword(h.pageFor(c, "Change password", ""), u.MustChangePassword, msg))

@@ -168,6 +168,14 @@ func TestSSOSignInCreatesUserAndFollowsGroups(t *testing.T) {
 		require.Equal(t, "admin", again.Role)
 		require.Empty(t, memberships(t, st, u.ID))
 
+		// There is no local password to change: the page says where it is.
+		p = b.get("/account/password")
+		require.Equal(t, http.StatusOK, p.status)
+		require.Contains(t, flatText(p.testid("password-sso")), "kept by your identity provider")
+		require.Equal(t, 0, p.testid("password-form").Length())
+		p = b.post("/account/password", url.Values{"current": {""}, "password": {"a new long password"}, "confirm": {"a new long password"}})
+		require.Equal(t, http.StatusConflict, p.status)
+
 		// A password sign-in cannot reach an account made by single sign-on.
 		pb := e.browser()
 		pb.get("/signin")
