@@ -3,7 +3,10 @@ package main_test
 import (
 	"bytes"
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,15 +42,43 @@ func TestSIGTERMDrains(t *testing.T) {
 	type answer struct {
 		status int
 		m      map[string]any
+		err    error
 	}
+	// The body goes through a pipe, half before SIGTERM and half after, so
+	// the request is surely in flight when the signal arrives: its headers
+	// and the first half were written to the server's connection.
+	body := []byte(b.String())
+	pr, pw := io.Pipe()
+	req, err := http.NewRequest("POST", p.url+"/v1/entries", pr)
+	require.NoError(t, err)
+	req.ContentLength = int64(len(body))
+	req.Header.Set("Authorization", "Bearer "+key)
 	got := make(chan answer, 1)
 	go func() {
-		status, m := post(t, p.url+"/v1/entries", key, b.String())
-		got <- answer{status, m}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			got <- answer{err: err}
+			return
+		}
+		defer res.Body.Close()
+		var m map[string]any
+		err = json.NewDecoder(res.Body).Decode(&m)
+		got <- answer{res.StatusCode, m, err}
 	}()
-	time.Sleep(30 * time.Millisecond)
+	_, err = pw.Write(body[:len(body)/2])
+	require.NoError(t, err)
+	time.Sleep(100 * time.Millisecond) // let the server take the connection off its accept queue
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	a := <-got
+	_, err = pw.Write(body[len(body)/2:])
+	require.NoError(t, err)
+	require.NoError(t, pw.Close())
+	var a answer
+	select {
+	case a = <-got:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request in flight at SIGTERM was not answered within 30 s")
+	}
+	require.NoError(t, a.err)
 	require.Equal(t, 200, a.status)
 	require.Len(t, a.m["results"], 500)
 	select {
