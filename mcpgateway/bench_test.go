@@ -2,6 +2,7 @@ package mcpgateway_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -164,7 +165,7 @@ func BenchmarkMCPApprovalWait(b *testing.B) {
 		}
 		// Every call is past its intent and in its Prefer: wait request (or
 		// about to be); watch what the waiting holds.
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(time.Second)
 		w.during(b, pool, watch, 3*time.Second)
 		for _, a := range pending {
 			mu.Lock()
@@ -204,7 +205,7 @@ func awaiting(b *testing.B, agent *client.Client) []*client.Action {
 // watcher's own) show before the calls and while they wait.
 type waitSamples struct {
 	poolOpenBefore, backendsBefore                    float64
-	samples                                           int
+	inUse                                             []int // connections in use, one per sample
 	inUseMax, inUseSum, openMax, backendsMax, busyMax float64
 	poolWaits                                         int64
 }
@@ -219,7 +220,7 @@ func (w *waitSamples) during(b *testing.B, pool, watch *sql.DB, d time.Duration)
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
 		s := pool.Stats()
 		all, busy := backends(b, watch)
-		w.samples++
+		w.inUse = append(w.inUse, s.InUse)
 		w.inUseSum += float64(s.InUse)
 		w.inUseMax = max(w.inUseMax, float64(s.InUse))
 		w.openMax = max(w.openMax, float64(s.OpenConnections))
@@ -233,12 +234,21 @@ func (w *waitSamples) report(b *testing.B) {
 	b.ReportMetric(w.poolOpenBefore, "pool-open-before")
 	b.ReportMetric(w.backendsBefore, "pg-backends-before")
 	b.ReportMetric(w.inUseMax, "pool-in-use-max")
-	b.ReportMetric(w.inUseSum/float64(max(w.samples, 1)), "pool-in-use-mean")
+	b.ReportMetric(w.inUseSum/float64(max(len(w.inUse), 1)), "pool-in-use-mean")
+	b.ReportMetric(float64(percentile(w.inUse, 0.5)), "pool-in-use-p50")
+	b.ReportMetric(float64(percentile(w.inUse, 0.99)), "pool-in-use-p99")
+	idle := 0
+	for _, n := range w.inUse {
+		if n == 0 {
+			idle++
+		}
+	}
+	b.ReportMetric(100*float64(idle)/float64(max(len(w.inUse), 1)), "pool-none-in-use-%")
 	b.ReportMetric(w.openMax, "pool-open-max")
 	b.ReportMetric(float64(w.poolWaits), "pool-waits")
 	b.ReportMetric(w.backendsMax, "pg-backends-max")
 	b.ReportMetric(w.busyMax, "pg-busy-max")
-	b.ReportMetric(float64(w.samples), "samples")
+	b.ReportMetric(float64(len(w.inUse)), "samples")
 }
 
 // backends counts this database's backends, and those not idle.
@@ -336,9 +346,10 @@ func reportLatency(b *testing.B, name string, d []time.Duration) {
 }
 
 // percentile is the nearest-rank percentile q of d.
-func percentile(d []time.Duration, q float64) time.Duration {
+func percentile[T cmp.Ordered](d []T, q float64) T {
 	if len(d) == 0 {
-		return 0
+		var zero T
+		return zero
 	}
 	s := slices.Clone(d)
 	slices.Sort(s)
