@@ -3,6 +3,7 @@ package services
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -75,8 +76,14 @@ func (w *waiters) wake(chs []*driver.Change, written []bool) {
 // AwaitDecision waits until the action with id is no longer awaiting
 // approval, or ctx ends, and returns the action as it last read it. It
 // returns at once if the action is not awaiting approval.
+//
+// A decision taken by this process wakes the waiter at once; one taken by
+// another replica is seen at the next read, about every waitPoll. Each
+// pause is drawn from [waitPoll/2, 3·waitPoll/2], so requests that began
+// waiting together do not read in step (200 of them used to take the
+// connection pool's 32 connections at once every 250 ms).
 func (l *Ledger) AwaitDecision(ctx context.Context, p Principal, id string) (*record.Action, error) {
-	t := time.NewTicker(waitPoll)
+	t := time.NewTimer(jitteredPoll())
 	defer t.Stop()
 	for {
 		ch := l.waiting.add(id)
@@ -95,6 +102,12 @@ func (l *Ledger) AwaitDecision(ctx context.Context, p Principal, id string) (*re
 		case <-ch:
 		case <-t.C:
 			l.waiting.remove(id, ch)
+			t.Reset(jitteredPoll())
 		}
 	}
+}
+
+// jitteredPoll is one pause between reads of a waiter.
+func jitteredPoll() time.Duration {
+	return waitPoll/2 + rand.N(waitPoll)
 }
