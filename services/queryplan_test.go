@@ -31,7 +31,8 @@ func TestQueryPlansAtScale(t *testing.T) {
 	t.Logf("seeded 1,000,000 actions in %s", res.Took)
 
 	l := services.NewLedger(st)
-	p := services.Principal{Kind: "user", Name: "ops@example.com", Role: services.RoleOperator}
+	p := services.Principal{Kind: "user", Name: "ops@example.com", Role: services.RoleOperator,
+		Memberships: map[string]services.Role{services.Everywhere: services.RoleOperator}}
 	plans := services.CapturePlans(st, func() {
 		_, err := l.Triage(ctx, p, 0)
 		require.NoError(t, err)
