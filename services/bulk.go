@@ -1,11 +1,11 @@
 package services
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -131,31 +131,16 @@ func (f *BulkFilter) UnmarshalJSON(raw []byte) error {
 	return nil
 }
 
-// decodeStrictly decodes one JSON object into v with the names of its
-// fields exactly, and nothing after it.
+// decodeStrictly is DecodeStrict, naming the filter's time fields when one
+// is not a time.
 func decodeStrictly(raw []byte, v any) error {
-	if err := CheckFields(raw, v); err != nil {
-		return err
-	}
-	if err := CheckObject(raw, v); err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		if e, ok := AsError(err); ok {
-			return e
-		}
+	return decodeStrictWith(raw, v, func(err error) *Error {
 		var pe *time.ParseError
 		if errors.As(err, &pe) || strings.HasPrefix(err.Error(), "Time.UnmarshalJSON") {
 			return Errorf(CodeInvalid, "fields \"since\" and \"until\" must be RFC 3339 times in strings, such as \"2026-11-30T10:00:00Z\"")
 		}
 		return DescribeJSONError(err)
-	}
-	if dec.More() {
-		return Errorf(CodeInvalidJSON, "unexpected data after the JSON object")
-	}
-	return nil
+	})
 }
 
 // empty reports whether f names no criterion.
@@ -168,7 +153,7 @@ func (f *BulkFilter) empty() bool {
 // namespace, which the read applies.
 func (f *BulkFilter) holds(a *record.Action) bool {
 	switch {
-	case len(f.Status) > 0 && !containsStatus(f.Status, a.Status),
+	case len(f.Status) > 0 && !slices.Contains(f.Status, a.Status),
 		f.Tool != "" && a.Tool != f.Tool,
 		f.Agent != "" && (a.Agent == nil || *a.Agent != f.Agent),
 		f.Since != nil && a.CreatedAt.Before(*f.Since),
@@ -177,15 +162,6 @@ func (f *BulkFilter) holds(a *record.Action) bool {
 		return false
 	}
 	return true
-}
-
-func containsStatus(xs []record.Status, s record.Status) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // bulkScope is where a bulk request reads: one namespace, or those among

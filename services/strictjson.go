@@ -1,6 +1,7 @@
 package services
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -181,4 +182,35 @@ func jsonKind(raw []byte) string {
 		return "number"
 	}
 	return "nothing"
+}
+
+// DecodeStrict decodes one JSON object into v: its top-level names exactly
+// v's (CheckFields), no null for a typed field and nothing but an object
+// (CheckObject), no unknown field and nothing after it. Every failure is an
+// *Error.
+func DecodeStrict(raw []byte, v any) error {
+	return decodeStrictWith(raw, v, DescribeJSONError)
+}
+
+// decodeStrictWith is DecodeStrict with describe turning a decoding error
+// into an *Error; an *Error a field's own UnmarshalJSON returned is kept.
+func decodeStrictWith(raw []byte, v any, describe func(error) *Error) error {
+	if err := CheckFields(raw, v); err != nil {
+		return err
+	}
+	if err := CheckObject(raw, v); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if e, ok := AsError(err); ok {
+			return e
+		}
+		return describe(err)
+	}
+	if dec.More() {
+		return Errorf(CodeInvalidJSON, "unexpected data after the JSON object")
+	}
+	return nil
 }

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -122,7 +121,7 @@ func (h *actionsHandler) decide(c echo.Context) error {
 		return err
 	}
 	var d services.DecisionInput
-	if err := decodeStrict(body, &d); err != nil {
+	if err := services.DecodeStrict(body, &d); err != nil {
 		return err
 	}
 	a, e, err := h.ledger.Decide(c.Request().Context(), principal(c), c.Param("id"), d)
@@ -130,24 +129,4 @@ func (h *actionsHandler) decide(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusCreated, decisionResponse{Action: a, Entry: e})
-}
-
-// decodeStrict decodes one JSON object, rejecting unknown fields, nulls for
-// typed fields, anything but an object, and trailing data.
-func decodeStrict(body []byte, v any) error {
-	if err := services.CheckFields(body, v); err != nil {
-		return err
-	}
-	if err := services.CheckObject(body, v); err != nil {
-		return err
-	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return services.DescribeJSONError(err)
-	}
-	if dec.More() {
-		return services.Errorf(services.CodeInvalidJSON, "unexpected data after the JSON object")
-	}
-	return nil
 }

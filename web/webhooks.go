@@ -131,5 +131,5 @@ func decodeBody(c echo.Context, v any) error {
 	if err != nil {
 		return err
 	}
-	return decodeStrict(body, v)
+	return services.DecodeStrict(body, v)
 }
