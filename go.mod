@@ -3,6 +3,7 @@ module github.com/arbiter-ledger/arbiter
 go 1.26.8
 
 require (
+	code.dny.dev/ssrf v0.3.0
 	github.com/PuerkitoBio/goquery v1.13.0
 	github.com/a-h/templ v0.3.1100
 	github.com/alecthomas/kong v1.17.0
@@ -30,7 +31,6 @@ require (
 
 require (
 	cel.dev/expr v0.25.1 // indirect
-	code.dny.dev/ssrf v0.3.0 // indirect
 	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect
 	github.com/a-h/parse v0.0.0-20250122154542-74294addb73e // indirect
 	github.com/andybalholm/brotli v1.3.0 // indirect

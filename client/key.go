@@ -38,7 +38,14 @@ func Key(parts ...string) string {
 		}
 		escapeKeyPart(&b, p)
 	}
-	k := b.String()
+	return FitKey(b.String())
+}
+
+// FitKey returns k if it is at most the 255 bytes the server accepts, else
+// k cut at a UTF-8 boundary and ended with '~' and a hash of the whole, so
+// that it is still unique. Key applies it; use it for keys built another
+// way (from a template).
+func FitKey(k string) string {
 	if len(k) <= maxKeyBytes {
 		return k
 	}

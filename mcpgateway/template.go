@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
 
 	"github.com/arbiter-ledger/arbiter/client"
+	"github.com/arbiter-ledger/arbiter/services/jsontext"
 )
 
 // A template is text with placeholders: "refund:{order_id}". A placeholder
@@ -197,29 +197,14 @@ func (t *template) renderKey(v values) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fitKey(k), nil
-}
-
-const maxKeyBytes = 255
-
-func fitKey(k string) string {
-	if len(k) <= maxKeyBytes {
-		return k
-	}
-	sum := sha256.Sum256([]byte(k))
-	tail := "~" + hex.EncodeToString(sum[:16])
-	cut := maxKeyBytes - len(tail)
-	for cut > 0 && !utf8.RuneStart(k[cut]) {
-		cut--
-	}
-	return k[:cut] + tail
+	return client.FitKey(k), nil
 }
 
 // defaultKey is the key of a tool without a key template: the ledger tool
 // name and the SHA-256 of the canonical arguments, so that only an
 // identical call is a repeat.
 func defaultKey(tool string, rawArgs json.RawMessage) (string, error) {
-	canon, err := jcs.Transform(rawArgs)
+	canon, err := jsontext.Canonical(rawArgs)
 	if err != nil {
 		return "", fmt.Errorf("the arguments are not valid JSON: %w", err)
 	}
