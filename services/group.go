@@ -10,11 +10,12 @@ import (
 
 // Group commit: concurrent requests that each carry one entry are written
 // together, so that they share a statement and a commit instead of paying
-// one each. A request that arrives while fewer than the group's flushers are
-// busy starts a flush at once, so a lone request waits for nobody; requests
-// that arrive while every flusher is busy queue, and the next free flusher
-// takes all of them (up to maxGroup) at once. Under load, the group grows by
-// itself to what arrived during one write.
+// one each. A request that arrives while no flush runs starts one at once,
+// so a lone request waits for nobody; requests that arrive while one runs
+// queue, and the next free flusher takes all of them (up to maxGroup) at
+// once. Under load, the group grows by itself to what arrived during one
+// write. Only a flush that has run longer than stuckAfter lets a request
+// start another beside it (up to the group's flushers).
 
 // maxGroup bounds the entries one flush writes.
 const maxGroup = 256
@@ -23,6 +24,13 @@ const maxGroup = 256
 // on none of their contexts: a client that goes away does not cancel the
 // write of the others.
 const groupTimeout = 30 * time.Second
+
+// stuckAfter is how long a flush may run before a request that arrives
+// meanwhile starts another beside it. One flush at a time makes the biggest
+// groups, and so the fewest statements and commits; a second one is for a
+// flush held up (a lock another writer holds on a key it creates), so that
+// it does not hold up every new intent behind it.
+const stuckAfter = 10 * time.Millisecond
 
 // groupItem is one request's entry waiting in a group.
 type groupItem struct {
@@ -48,6 +56,8 @@ type grouper struct {
 	mu     sync.Mutex
 	queue  []*groupItem
 	active int
+	// began is when the newest running flush began.
+	began time.Time
 }
 
 // do queues it and returns once a flush has handled it.
@@ -55,7 +65,7 @@ func (g *grouper) do(it *groupItem) {
 	it.finished = make(chan struct{})
 	g.mu.Lock()
 	g.queue = append(g.queue, it)
-	start := g.active < g.flushers
+	start := g.active == 0 || (g.active < g.flushers && time.Since(g.began) > stuckAfter)
 	if start {
 		g.active++
 	}
@@ -79,6 +89,7 @@ func (g *grouper) run() {
 		items := make([]*groupItem, n)
 		copy(items, g.queue)
 		g.queue = append(g.queue[:0], g.queue[n:]...)
+		g.began = time.Now()
 		g.mu.Unlock()
 
 		ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)

@@ -38,6 +38,8 @@ type Ledger struct {
 	approver Approver
 	// waiting are the requests waiting for a decision on an action.
 	waiting waiters
+	// known are keys recently created or read (known.go).
+	known knownKeys
 	// approvalDecided observes every approval decided, and how long it
 	// waited.
 	approvalDecided func(result string, waited time.Duration)
@@ -175,6 +177,9 @@ func (l *Ledger) applyAll(ctx context.Context, u *unit, items []*groupItem) erro
 				continue
 			}
 		}
+		if l.known.has(it.p.Namespace, it.in.Key) {
+			continue // most likely a retry: decided on the stored action below
+		}
 		created, err := l.decideNew(ctx, it, now)
 		if err != nil {
 			return err
@@ -235,6 +240,7 @@ func (l *Ledger) insertNew(ctx context.Context, u *unit, items []*groupItem) err
 	for i, it := range items {
 		if written[i] {
 			it.res, it.written = answerWith(it.in, it.pl, it.ch), true
+			l.known.add(it.p.Namespace, it.in.Key)
 		}
 	}
 	return nil
@@ -248,7 +254,7 @@ func (l *Ledger) submitOne(ctx context.Context, p Principal, in *EntryInput) (En
 	it := &groupItem{p: p, in: in}
 	if !l.singleWriter {
 		created := false
-		if in.Type == record.TypeIntent {
+		if in.Type == record.TypeIntent && !l.known.has(p.Namespace, in.Key) {
 			var err error
 			if created, err = l.decideNew(ctx, it, l.now()); err != nil {
 				return EntryResult{}, err
@@ -350,6 +356,9 @@ func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput
 		if err != nil {
 			return EntryResult{}, DBError(fmt.Sprintf("ledger: read action %q", in.Key), err)
 		}
+		if act != nil {
+			l.known.add(p.Namespace, in.Key)
+		}
 		now := l.now()
 		var pl plan
 		// A resent outcome is a duplicate whatever happened since. While
@@ -388,6 +397,9 @@ func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput
 			continue // lost a race: read again and decide again
 		}
 		res = answerWith(in, pl, ch)
+		if act == nil {
+			l.known.add(p.Namespace, in.Key)
+		}
 		if pl.then != nil {
 			then := pl.then(&ch.Entry)
 			ch2 := l.newChange(ch.Next, then, systemActor, nil, now)

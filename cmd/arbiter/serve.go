@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,7 @@ type serveCmd struct {
 	SessionAbsolute     time.Duration `name:"session-absolute-timeout" env:"ARBITER_SESSION_ABSOLUTE_TIMEOUT" default:"168h" help:"Dashboard sessions end this long after sign-in, whatever happens."`
 	TrustedProxies      []string      `name:"trusted-proxies" env:"ARBITER_TRUSTED_PROXIES" sep:"," help:"CIDRs of the proxies and load balancers in front of Arbiter, comma-separated; X-Forwarded-For is read only from them."`
 	MetricsAddr         string        `name:"metrics-addr" env:"ARBITER_METRICS_ADDR" help:"Serve /metrics on this address only, not on the main listener (the production setting)."`
+	PprofAddr           string        `name:"pprof-addr" env:"ARBITER_PPROF_ADDR" help:"Serve Go's profiler (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; keep it on loopback, it shows the process's internals."`
 	AdminPasswordFile   string        `name:"admin-password-file" env:"ARBITER_ADMIN_PASSWORD_FILE" default:"arbiter-data/initial-admin-password" help:"Where the first start writes the first admin's password (mode 0600)."`
 
 	// Single sign-on (README, Security).
@@ -195,6 +197,22 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 				log.Error("arbiter: metrics listener stopped", "err", err)
 			}
 		}()
+	}
+
+	if s.PprofAddr != "" {
+		pln, err := net.Listen("tcp", s.PprofAddr)
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("listen on %s for the profiler: %w", s.PprofAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		log.Info("arbiter: serving the profiler", "pprof_url", "http://"+pln.Addr().String()+"/debug/pprof/")
+		go func() { _ = http.Serve(pln, mux) }()
 	}
 
 	bg, stopBG := context.WithCancel(context.Background())
