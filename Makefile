@@ -46,6 +46,7 @@ fuzz:
 	$(FUZZ) -fuzz='^FuzzFingerprint$$' ./services
 	$(FUZZ) -fuzz='^FuzzCheckFields$$' ./services
 	$(FUZZ) -fuzz='^FuzzEntriesHandler$$' ./web
+	$(FUZZ) -fuzz='^FuzzSplitEntries$$' ./web
 
 # test-reliability breaks things under load: kill -9 of the server, a
 # PostgreSQL restart (a throwaway cluster of its own), two replicas, a

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -148,6 +149,12 @@ func readBody(c echo.Context) ([]byte, error) {
 // splitEntries tells a single entry from a batch ({"entries": [...]}) and
 // returns the raw entries. Entries are decoded one by one by the ledger, so a
 // bad entry in a batch is rejected on its own.
+//
+// Once the body is known to be valid JSON, its top level and the entries
+// array are walked by scanning bytes (jsonscan.go), and the entries are
+// slices of the body: decoding the batch into a map and an array of raw
+// messages first validated and copied it twice more, which was a tenth of
+// the server's time for a 100-entry batch.
 func splitEntries(body []byte) (raws [][]byte, batch bool, err error) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
@@ -160,35 +167,33 @@ func splitEntries(body []byte) (raws [][]byte, batch bool, err error) {
 		var v any
 		return nil, false, services.DescribeJSONError(json.Unmarshal(trimmed, &v))
 	}
-	if !bytes.Contains(trimmed, []byte(`"entries"`)) {
-		return [][]byte{trimmed}, false, nil
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &top); err != nil {
-		return nil, false, services.DescribeJSONError(err)
-	}
-	list, ok := top["entries"]
-	if !ok {
-		return [][]byte{trimmed}, false, nil
-	}
-	for k := range top {
-		if k != "entries" {
-			return nil, true, services.Errorf(services.CodeInvalid, "unknown field %q beside \"entries\"", k)
+	var list []byte
+	var other string
+	for name, value := range members(trimmed) {
+		if name == "entries" {
+			list = value // the last one wins, as when decoding into a map
+		} else if other == "" {
+			other = name
 		}
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(list, &items); err != nil {
+	if list == nil {
+		return [][]byte{trimmed}, false, nil
+	}
+	if other != "" {
+		return nil, true, services.Errorf(services.CodeInvalid, "unknown field %q beside \"entries\"", other)
+	}
+	switch list[0] {
+	case '[':
+		raws = slices.Collect(elements(list))
+	case 'n': // null decodes as an empty list
+	default:
 		return nil, true, services.Errorf(services.CodeInvalid, "field \"entries\" must be an array of entry objects")
 	}
 	switch {
-	case len(items) == 0:
+	case len(raws) == 0:
 		return nil, true, services.Errorf(services.CodeInvalid, "field \"entries\" must hold 1 to %d entries", services.MaxBatchEntries)
-	case len(items) > services.MaxBatchEntries:
-		return nil, true, services.Errorf(services.CodeTooManyEntries, "%d entries in one request; the limit is %d", len(items), services.MaxBatchEntries)
-	}
-	raws = make([][]byte, len(items))
-	for i, it := range items {
-		raws[i] = it
+	case len(raws) > services.MaxBatchEntries:
+		return nil, true, services.Errorf(services.CodeTooManyEntries, "%d entries in one request; the limit is %d", len(raws), services.MaxBatchEntries)
 	}
 	return raws, true, nil
 }
