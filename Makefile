@@ -47,6 +47,7 @@ fuzz:
 	$(FUZZ) -fuzz='^FuzzCheckFields$$' ./services
 	$(FUZZ) -fuzz='^FuzzEntriesHandler$$' ./web
 	$(FUZZ) -fuzz='^FuzzSplitEntries$$' ./web
+	$(FUZZ) -fuzz='^FuzzAppendJSONString$$' ./services/record
 
 # test-reliability breaks things under load: kill -9 of the server, a
 # PostgreSQL restart (a throwaway cluster of its own), two replicas, a

@@ -251,11 +251,6 @@ var allowedFields = map[record.EntryType][]string{
 	record.TypeCompensationFailed: {"attempt", "error", "retriable"},
 }
 
-// optionalFields lists every optional field in the order Validate names
-// the first one that does not apply.
-var optionalFields = []string{"tool", "effect", "params", "timeout", "reference", "require_approval", "key_ttl",
-	"attempt", "answer", "evidence", "result", "external_ref", "error", "retriable", "message"}
-
 // Validate checks the rules of SPEC's entry table.
 func (in *EntryInput) Validate() error {
 	if err := ValidateKey(in.Key); err != nil {
@@ -268,19 +263,22 @@ func (in *EntryInput) Validate() error {
 		}
 		return Errorf(CodeInvalid, "unknown type %q: use one of %s", in.Type, ListOrNone(record.AgentEntryTypes))
 	}
-	present := map[string]bool{
-		"tool": in.Tool != nil, "effect": in.Effect != nil, "params": in.Params != nil,
-		"timeout": in.Timeout != nil, "reference": in.Reference != nil, "attempt": in.Attempt != nil,
-		"result": in.Result != nil, "external_ref": in.ExternalRef != nil, "error": in.Error != nil,
-		"retriable": in.Retriable != nil, "message": in.Message != nil, "require_approval": in.RequireApproval != nil,
-		"key_ttl": in.KeyTTL != nil, "answer": in.Answer != nil, "evidence": in.Evidence != nil,
+	// Every optional field, in the order in which the first one that does
+	// not apply is named.
+	present := [...]struct {
+		name string
+		set  bool
+	}{
+		{"tool", in.Tool != nil}, {"effect", in.Effect != nil}, {"params", in.Params != nil},
+		{"timeout", in.Timeout != nil}, {"reference", in.Reference != nil},
+		{"require_approval", in.RequireApproval != nil}, {"key_ttl", in.KeyTTL != nil},
+		{"attempt", in.Attempt != nil}, {"answer", in.Answer != nil}, {"evidence", in.Evidence != nil},
+		{"result", in.Result != nil}, {"external_ref", in.ExternalRef != nil}, {"error", in.Error != nil},
+		{"retriable", in.Retriable != nil}, {"message", in.Message != nil},
 	}
-	for _, f := range allowed {
-		delete(present, f)
-	}
-	for _, f := range optionalFields {
-		if present[f] {
-			return Errorf(CodeInvalid, "field %q does not apply to %s entries", f, in.Type)
+	for _, f := range present {
+		if f.set && !slices.Contains(allowed, f.name) {
+			return Errorf(CodeInvalid, "field %q does not apply to %s entries", f.name, in.Type)
 		}
 	}
 	if err := checkLabel("agent", in.Agent, MaxLabelBytes); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -543,4 +544,41 @@ func UTCPtr(t *time.Time) *time.Time {
 	}
 	u := t.UTC().Truncate(time.Microsecond)
 	return &u
+}
+
+// AppendJSON appends r's JSON, as json.Marshal(r) writes it, with the
+// action appended by hand (record.Action.AppendJSON): the answer to every
+// entry is one.
+func (r *EntryResult) AppendJSON(b []byte) []byte {
+	b = append(b, `{"key":`...)
+	b = record.AppendJSONString(b, r.Key)
+	b = append(b, `,"type":`...)
+	b = record.AppendJSONString(b, string(r.Type))
+	b = append(b, `,"outcome":`...)
+	b = record.AppendJSONString(b, string(r.Outcome))
+	b = append(b, `,"attempt":`...)
+	if r.Attempt == nil {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendInt(b, int64(*r.Attempt), 10)
+	}
+	b = append(b, `,"lease_until":`...)
+	b = record.AppendJSONTime(b, r.LeaseUntil)
+	b = append(b, `,"action":`...)
+	if r.Action == nil {
+		b = append(b, "null"...)
+	} else {
+		b = r.Action.AppendJSON(b)
+	}
+	b = append(b, `,"error":`...)
+	if r.Error == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, `{"code":`...)
+		b = record.AppendJSONString(b, r.Error.Code)
+		b = append(b, `,"message":`...)
+		b = record.AppendJSONString(b, r.Error.Message)
+		b = append(b, '}')
+	}
+	return append(b, '}')
 }

@@ -73,7 +73,18 @@ func (h *entriesHandler) submit(c echo.Context) error {
 		return err
 	}
 	if batch {
-		return c.JSON(http.StatusOK, batchResponse{Results: results})
+		if c.QueryParams().Has("pretty") {
+			return c.JSON(http.StatusOK, batchResponse{Results: results})
+		}
+		b := make([]byte, 0, 512*len(results))
+		b = append(b, `{"results":[`...)
+		for i := range results {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = results[i].AppendJSON(b)
+		}
+		return c.JSONBlob(http.StatusOK, append(b, "]}\n"...))
 	}
 	r := results[0]
 	if wait, ok := preferWait(c.Request().Header.Values("Prefer")); ok && wait > 0 && r.Outcome == record.OutcomePendingApproval {
@@ -89,7 +100,10 @@ func (h *entriesHandler) submit(c echo.Context) error {
 	if r.Error != nil {
 		status, _ = toAPIError(r.Error)
 	}
-	return c.JSON(status, r)
+	if c.QueryParams().Has("pretty") {
+		return c.JSON(status, r)
+	}
+	return c.JSONBlob(status, append(r.AppendJSON(make([]byte, 0, 512)), '\n'))
 }
 
 // await holds a single intent that is pending approval until the action is

@@ -1,0 +1,36 @@
+package services_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/services/record"
+)
+
+// TestEntryResultAppendJSON: the answer to an entry appended by hand is
+// byte for byte what json.Marshal writes, with and without each optional
+// part.
+func TestEntryResultAppendJSON(t *testing.T) {
+	attempt := 2
+	lease := time.Date(2026, 12, 1, 6, 30, 0, 123456000, time.UTC)
+	ref := `order <8812> & "co"`
+	act := &record.Action{ID: "0193a7c2-0000-7000-8000-000000000001", Namespace: "payments", Key: "refund:order-8812",
+		Tool: "payments.refund", Effect: record.EffectKeyed, Status: record.StatusInProgress, Attempt: 2, Version: 3,
+		LeaseUntil: &lease, Reference: &ref, Params: json.RawMessage(`{"amount":1200}`),
+		CreatedAt: lease.Add(-time.Minute), UpdatedAt: lease}
+	for _, r := range []services.EntryResult{
+		{Key: "k", Type: record.TypeIntent, Outcome: record.OutcomeProceed, Attempt: &attempt, LeaseUntil: &lease, Action: act},
+		{Key: "k", Type: record.TypeIntent, Outcome: record.OutcomeReplay, Action: act},
+		{Key: "caf\u00e9\u2028", Type: record.TypeSucceeded, Outcome: record.OutcomeRejected,
+			Error: &services.Error{Code: services.CodeInvalid, Message: `field "attempt" is required for <succeeded> entries`}},
+		{},
+	} {
+		want, err := json.Marshal(&r)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(r.AppendJSON(nil)))
+	}
+}
