@@ -18,14 +18,14 @@ const knownKeysGeneration = 1 << 15
 
 type knownKeys struct {
 	mu       sync.Mutex
-	cur, old map[string]struct{}
+	cur, old map[knownKey]struct{}
 }
 
-func knownKey(namespace, key string) string { return namespace + "\x00" + key }
+type knownKey struct{ namespace, key string }
 
 // has reports whether the key was seen recently.
 func (k *knownKeys) has(namespace, key string) bool {
-	s := knownKey(namespace, key)
+	s := knownKey{namespace, key}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if _, ok := k.cur[s]; ok {
@@ -35,14 +35,16 @@ func (k *knownKeys) has(namespace, key string) bool {
 	return ok
 }
 
-// add notes that keys exist.
-func (k *knownKeys) add(namespace string, keys ...string) {
+// add notes that a key exists.
+func (k *knownKeys) add(namespace, key string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	for _, key := range keys {
-		if k.cur == nil || len(k.cur) >= knownKeysGeneration {
-			k.old, k.cur = k.cur, make(map[string]struct{}, 1024)
-		}
-		k.cur[knownKey(namespace, key)] = struct{}{}
+	k.addLocked(namespace, key)
+}
+
+func (k *knownKeys) addLocked(namespace, key string) {
+	if k.cur == nil || len(k.cur) >= knownKeysGeneration {
+		k.old, k.cur = k.cur, make(map[knownKey]struct{}, 1024)
 	}
+	k.cur[knownKey{namespace, key}] = struct{}{}
 }

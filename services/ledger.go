@@ -238,10 +238,12 @@ func (l *Ledger) insertNew(ctx context.Context, u *unit, items []*groupItem) err
 	if err != nil {
 		return err
 	}
+	l.known.mu.Lock()
+	defer l.known.mu.Unlock()
 	for i, it := range items {
 		if written[i] {
 			it.res, it.written = answerWith(it.in, it.pl, it.ch), true
-			l.known.add(it.p.Namespace, it.in.Key)
+			l.known.addLocked(it.p.Namespace, it.in.Key)
 		}
 	}
 	return nil
