@@ -51,7 +51,9 @@ type groupItem struct {
 // flushers groups in flight.
 type grouper struct {
 	flushers int
-	flush    func(ctx context.Context, items []*groupItem)
+	// stuck is how long a flush runs before another may start (stuckAfter).
+	stuck time.Duration
+	flush func(ctx context.Context, items []*groupItem)
 
 	mu     sync.Mutex
 	queue  []*groupItem
@@ -65,7 +67,7 @@ func (g *grouper) do(it *groupItem) {
 	it.finished = make(chan struct{})
 	g.mu.Lock()
 	g.queue = append(g.queue, it)
-	start := g.active == 0 || (g.active < g.flushers && time.Since(g.began) > stuckAfter)
+	start := g.active == 0 || (g.active < g.flushers && time.Since(g.began) > g.stuck)
 	if start {
 		g.active++
 	}

@@ -76,9 +76,9 @@ func NewLedger(st *Store) *Ledger {
 	l := &Ledger{st: st, now: Now, rules: rules, deadlines: deadlines, singleWriter: c.SingleWriter}
 	if c.SingleWriter {
 		// One transaction at a time: concurrent entries share it.
-		l.group = &grouper{flushers: c.Flushers, flush: l.flushShared}
+		l.group = &grouper{flushers: c.Flushers, stuck: stuckAfter, flush: l.flushShared}
 	} else {
-		l.group = &grouper{flushers: c.Flushers, flush: l.flushNew}
+		l.group = &grouper{flushers: c.Flushers, stuck: stuckAfter, flush: l.flushNew}
 	}
 	return l
 }
