@@ -370,12 +370,13 @@ func returnedSeqs(rows *sql.Rows, err error) (map[string]int, error) {
 	return seqs, rows.Err()
 }
 
-// ActionDueList reads the partial index on deadlines.
+// ActionDueList reads the partial index on (deadline, id): a batch after
+// another is one range of it, the row comparison being its condition.
 func (e *executor) ActionDueList(ctx context.Context, p *driver.ActionDueListParams) ([]*record.Action, error) {
 	q := `SELECT ` + actionColumns + ` FROM actions WHERE deadline <= $1`
 	args := []any{p.Now}
 	if p.After != nil && p.After.Deadline != nil {
-		q += ` AND deadline >= $2 AND (deadline > $2 OR id > $3)`
+		q += ` AND (deadline, id) > ($2, $3::uuid)`
 		args = append(args, *p.After.Deadline, p.After.ID)
 	}
 	q += fmt.Sprintf(` ORDER BY deadline, id LIMIT %d`, p.Limit)
