@@ -34,10 +34,10 @@ type benchCmd struct {
 	Lease       int           `default:"300" help:"Lease of each intent, in seconds."`
 	JSON        bool          `help:"Print the report as JSON."`
 
-	Sweep      int    `help:"Instead of loading a server: record this many intents with 1-second leases in --database-url through the ledger, in this process, and time one sweep timing them out."`
-	CPUProfile string `name:"cpuprofile" help:"With --sweep: write a CPU profile of the sweep to this file."`
-	SweepEndpoint  bool `name:"sweep-endpoint" help:"With --sweep: an enabled webhook endpoint subscribes to action.timed_out and action.approval_expired, so every deadline the sweep acts on also writes an alert and a delivery."`
-	SweepApprovals int  `name:"sweep-approvals" help:"With --sweep: this percentage (0-100) of the actions are intents held for approval whose approval expires a second later, which the sweep denies; the rest are leases it times out."`
+	Sweep          int    `help:"Instead of loading a server: record this many intents with 1-second leases in --database-url through the ledger, in this process, and time one sweep timing them out."`
+	CPUProfile     string `name:"cpuprofile" help:"With --sweep: write a CPU profile of the sweep to this file."`
+	SweepEndpoint  bool   `name:"sweep-endpoint" help:"With --sweep: an enabled webhook endpoint subscribes to action.timed_out and action.approval_expired, so every deadline the sweep acts on also writes an alert and a delivery."`
+	SweepApprovals int    `name:"sweep-approvals" help:"With --sweep: this percentage (0-100) of the actions are intents held for approval whose approval expires a second later, which the sweep denies; the rest are leases it times out."`
 
 	Bulk        int `help:"Instead of loading a server: record this many intents with 1-second leases in --database-url through the ledger, in this process, let the sweeper time them out, and time abandoning them in bulk decisions of --bulk-batch ids each, with an endpoint subscribed to action.decided (each decision writes its entry, alert and delivery); then --bulk-singles more one decision at a time."`
 	BulkBatch   int `name:"bulk-batch" default:"1000" help:"With --bulk: actions per bulk decision (1-1000)."`
