@@ -40,27 +40,37 @@ type DecisionInfo struct {
 
 // alertsFor builds the messages of a change. act is the action as it will
 // be stored; the entry's seq is filled in by the driver (the same write
-// assigns it).
+// assigns it). Each message body is marshalled only when a driver asks for
+// it (driver.Alert.Body): a write that no endpoint can receive never builds
+// one. The body is the entry and the action as they are now, whenever it is
+// built.
 func alertsFor(events []record.EventType, e *record.Entry, act *record.Action) []driver.Alert {
 	if len(events) == 0 {
 		return nil
 	}
+	entry, snap := *e, *act
 	out := make([]driver.Alert, 0, len(events))
 	for _, ev := range events {
-		entry := *e
-		body := MessageBody{Type: ev, Timestamp: e.RecordedAt, Data: MessageData{Action: act, Entry: &entry}}
-		if ev == record.EventDecided {
-			if p, err := record.DecodePayload(e); err == nil {
-				if d, ok := p.(*record.DecisionPayload); ok {
-					body.Data.Decision = &DecisionInfo{Decision: d.Decision, Reason: d.Reason, Operator: e.Actor.Name}
-				}
-			}
-		}
-		raw, err := json.Marshal(body)
-		if err != nil {
-			panic("outbox: marshal message: " + err.Error())
-		}
-		out = append(out, driver.Alert{ID: newID(), Type: ev, Payload: raw})
+		out = append(out, driver.Alert{ID: newID(), Type: ev, Build: func() json.RawMessage {
+			return messageBody(ev, entry, snap)
+		}})
 	}
 	return out
+}
+
+// messageBody is the body of one alert about entry and the action act.
+func messageBody(ev record.EventType, entry record.Entry, act record.Action) json.RawMessage {
+	body := MessageBody{Type: ev, Timestamp: entry.RecordedAt, Data: MessageData{Action: &act, Entry: &entry}}
+	if ev == record.EventDecided {
+		if p, err := record.DecodePayload(&entry); err == nil {
+			if d, ok := p.(*record.DecisionPayload); ok {
+				body.Data.Decision = &DecisionInfo{Decision: d.Decision, Reason: d.Reason, Operator: entry.Actor.Name}
+			}
+		}
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		panic("outbox: marshal message: " + err.Error())
+	}
+	return raw
 }

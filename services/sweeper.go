@@ -17,8 +17,10 @@ import (
 const SweepBatch = 1000
 
 // sweepInFlight is how many batches Sweep writes at once, each on its own
-// connection, while it reads the next one.
-const sweepInFlight = 2
+// connection, while it reads the next one. Three rather than two took
+// 100,000 leases in about 0.7 of the time on a busy 2-core machine, with
+// the same CPU time per action (docs/benchmarks.md).
+const sweepInFlight = 3
 
 // Sweep asks the rules table what each passed deadline means (today: a
 // lease that passed times its action out), in batches of at most

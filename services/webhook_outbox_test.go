@@ -275,3 +275,30 @@ func TestFailedTransactionLeavesNoMessage(t *testing.T) {
 		require.Equal(t, 1, n)
 	})
 }
+
+// TestEndpointEnabledAfterASweepWithout: a set of changes written while no
+// endpoint was enabled (whose alerts were then never built) does not keep
+// the next set from alerting an endpoint enabled since, nor does a decision
+// in between.
+func TestEndpointEnabledAfterASweepWithout(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newHookEnv(t, st)
+		e.timeOut(t, "before")
+		e.timeOut(t, "still-before")
+		ep := e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/", Events: []record.EventType{record.EventTimedOut, record.EventDecided}})
+		e.timeOut(t, "after")
+		e.decide(t, "before", record.DecisionAbandon)
+		e.timeOut(t, "after-again")
+		require.Equal(t, map[string][]record.EventType{
+			"after":       {record.EventTimedOut},
+			"before":      {record.EventDecided},
+			"after-again": {record.EventTimedOut},
+		}, e.alertsByKey(t, ep.ID))
+		a, err := e.l.ActionByKey(context.Background(), e.agent, "", "after")
+		require.NoError(t, err)
+		seqs, err := st.MessageEntrySeqs(context.Background(), a.ID)
+		require.NoError(t, err)
+		require.Equal(t, []int{2}, seqs, "the message carries its entry's seq")
+	})
+}

@@ -34,8 +34,10 @@ type benchCmd struct {
 	Lease       int           `default:"300" help:"Lease of each intent, in seconds."`
 	JSON        bool          `help:"Print the report as JSON."`
 
-	Sweep      int    `help:"Instead of loading a server: record this many intents with 1-second leases in --database-url through the ledger, in this process, and time one sweep timing them out."`
-	CPUProfile string `name:"cpuprofile" help:"With --sweep: write a CPU profile of the sweep to this file."`
+	Sweep          int    `help:"Instead of loading a server: record this many intents with 1-second leases in --database-url through the ledger, in this process, and time one sweep timing them out."`
+	CPUProfile     string `name:"cpuprofile" help:"With --sweep: write a CPU profile of the sweep to this file."`
+	SweepEndpoint  bool   `name:"sweep-endpoint" help:"With --sweep: an enabled webhook endpoint subscribes to action.timed_out and action.approval_expired, so every deadline the sweep acts on also writes an alert and a delivery."`
+	SweepApprovals int    `name:"sweep-approvals" help:"With --sweep: this percentage (0-100) of the actions are intents held for approval whose approval expires a second later, which the sweep denies; the rest are leases it times out."`
 
 	Bulk        int `help:"Instead of loading a server: record this many intents with 1-second leases in --database-url through the ledger, in this process, let the sweeper time them out, and time abandoning them in bulk decisions of --bulk-batch ids each, with an endpoint subscribed to action.decided (each decision writes its entry, alert and delivery); then --bulk-singles more one decision at a time."`
 	BulkBatch   int `name:"bulk-batch" default:"1000" help:"With --bulk: actions per bulk decision (1-1000)."`
@@ -154,7 +156,11 @@ func (b *benchCmd) runSweep(ctx context.Context, c *cli) (*sweepReport, error) {
 		defer f.Close()
 		profile = f
 	}
-	return timeSweep(ctx, st, b.Namespace, b.Sweep, profile)
+	if b.SweepApprovals < 0 || b.SweepApprovals > 100 {
+		return nil, errors.New("--sweep-approvals must be between 0 and 100")
+	}
+	return timeSweep(ctx, st, sweepConfig{ns: b.Namespace, n: b.Sweep, endpoint: b.SweepEndpoint,
+		approvalPct: b.SweepApprovals}, profile)
 }
 
 func (b *benchCmd) runBulk(ctx context.Context, c *cli) (*bulkReport, error) {
@@ -191,8 +197,9 @@ func printReport(w io.Writer, rep any) error {
 			fmt.Fprintf(tw, "error %s\t%d\n", k, r.Errors[k])
 		}
 	case *sweepReport:
-		fmt.Fprintf(tw, "recorded %d intents with 1 s leases in %.1fs\n", r.Seeded, r.SeedSeconds)
-		fmt.Fprintf(tw, "sweep timed out %d actions in %.3fs (%.0f per second)\n", r.TimedOut, r.SweepSeconds, r.PerSecond)
+		fmt.Fprintf(tw, "recorded %d intents in %.1fs: %d with 1 s leases, %d held for approvals expiring in 1 s; endpoint subscribed: %v\n",
+			r.Seeded, r.SeedSeconds, r.Seeded-r.Approvals, r.Approvals, r.Endpoint)
+		fmt.Fprintf(tw, "sweep acted on %d actions in %.3fs (%.0f per second)\n", r.TimedOut, r.SweepSeconds, r.PerSecond)
 	case *bulkReport:
 		fmt.Fprintf(tw, "decided %d timed-out actions in %d bulk decisions of %d in %.3fs (%.0f per second)\n",
 			r.Applied, r.Batches, r.BatchSize, r.Seconds, r.PerSecond)

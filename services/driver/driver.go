@@ -174,13 +174,25 @@ type Change struct {
 	Alerts []Alert
 }
 
-// Alert is a webhook message to write with the change. Payload is the
-// message body; the driver fills in data.entry.seq, which the same write
+// Alert is a webhook message to write with the change. Its body (Body) is
+// the message; the driver fills in data.entry.seq, which the same write
 // assigns.
 type Alert struct {
-	ID      string
-	Type    record.EventType
+	ID   string
+	Type record.EventType
+	// Payload is the body, or nil until Body builds it with Build. A
+	// driver that finds no endpoint to write a message for need not build
+	// it at all.
 	Payload json.RawMessage
+	Build   func() json.RawMessage
+}
+
+// Body returns the alert's message body, building it the first time.
+func (a *Alert) Body() json.RawMessage {
+	if a.Payload == nil && a.Build != nil {
+		a.Payload = a.Build()
+	}
+	return a.Payload
 }
 
 // ActionListParams filters a list. Zero fields match everything.

@@ -232,7 +232,7 @@ func alertsJSON(alerts []driver.Alert) *string {
 			b.WriteByte(',')
 		}
 		fmt.Fprintf(&b, `{"id":%q,"type":%q,"payload":`, m.ID, m.Type)
-		b.Write(m.Payload)
+		b.Write(m.Body())
 		b.WriteByte('}')
 	}
 	b.WriteByte(']')
@@ -256,7 +256,29 @@ func alertsJSON(alerts []driver.Alert) *string {
 // size and locks rows in no particular order. In the arrays' order, two sets
 // that share actions lock them in the same order and wait for each other
 // instead of deadlocking.
-var updateMany = `
+var updateMany = updateManySQL(false)
+
+// updateManyNoOutbox is updateMany for a set whose alerts were not built,
+// because the last statement to look found no enabled endpoint. It writes
+// only while that still holds: if an endpoint is enabled now, it writes
+// nothing and returns a row of NULLs, and the set is written again with
+// its alerts. The condition and that row read one snapshot, the
+// statement's, so no alert an endpoint should get is skipped.
+var updateManyNoOutbox = updateManySQL(true)
+
+const anyEndpoint = `EXISTS (SELECT 1 FROM webhook_endpoints WHERE enabled)`
+
+// updateManySQL writes updateMany, or updateManyNoOutbox. updateMany
+// returns a row of NULLs when no endpoint is enabled, so that the next set
+// need not build its alerts.
+func updateManySQL(noOutbox bool) string {
+	cond, tail := "", `
+UNION ALL SELECT NULL, NULL WHERE NOT `+anyEndpoint
+	if noOutbox {
+		cond, tail = ` AND NOT `+anyEndpoint, `
+UNION ALL SELECT NULL, NULL WHERE `+anyEndpoint
+	}
+	q := `
 WITH a AS (
 	UPDATE actions a SET status = v.status, attempt = v.attempt, version = v.new_version,
 		lease_until = v.lease_until, deadline = v.deadline, result = v.result::jsonb, external_ref = v.external_ref,
@@ -268,7 +290,7 @@ WITH a AS (
 		AS v(id, version, status, attempt, new_version, lease_until, deadline, result, external_ref, retriable,
 			updated_at, entry_id, entry_type, actor_kind, actor_name, entry_attempt, payload, occurred_at,
 			recorded_at, alerts, approval, reconciliation)
-	WHERE a.id = ANY(ARRAY[v.id::uuid]) AND a.version = ANY(ARRAY[v.version])
+	WHERE a.id = ANY(ARRAY[v.id::uuid]) AND a.version = ANY(ARRAY[v.version])` + cond + `
 	RETURNING a.id, a.namespace, a.entry_seq, v.entry_id, v.entry_type, v.actor_kind, v.actor_name,
 		v.entry_attempt, v.payload, v.occurred_at, v.recorded_at, v.alerts
 ), e AS (
@@ -276,13 +298,23 @@ WITH a AS (
 	SELECT a.entry_id::uuid, a.id, a.namespace, a.entry_seq, a.entry_type, a.actor_kind, a.actor_name,
 		a.entry_attempt, a.payload::jsonb, a.occurred_at, a.recorded_at
 	FROM a
-), ` + outbox("a") + `
-SELECT id::text, entry_seq FROM a`
+)`
+	if !noOutbox {
+		q += `, ` + outbox("a")
+	}
+	return q + `
+SELECT id::text, entry_seq FROM a` + tail
+}
 
 // ActionUpdateMany runs updateMany. Standing alone, a deadlock with a
 // writer that locks rows in another order (a batch of entries in one
 // transaction) aborts the whole statement, which is then run again as it
 // was: it is conditional throughout.
+//
+// While the last set written found no enabled endpoint, a set is written
+// first without its alerts (updateManyNoOutbox), whose bodies are then
+// never built; if an endpoint is enabled by then, it is written again with
+// them.
 func (e *executor) ActionUpdateMany(ctx context.Context, chs []*driver.Change) ([]bool, error) {
 	k := len(chs)
 	var (
@@ -296,6 +328,7 @@ func (e *executor) ActionUpdateMany(ctx context.Context, chs []*driver.Change) (
 		updatedAt, recordedAt           = make(times, k), make(times, k)
 		entryAttempts                   = make(oints, k)
 		byID                            = make(map[string]int, k)
+		alerted                         bool
 	)
 	// Every set locks its rows in id order.
 	order := make([]int, k)
@@ -312,18 +345,40 @@ func (e *executor) ActionUpdateMany(ctx context.Context, chs []*driver.Change) (
 		retriable[j], updatedAt[j] = n.Retriable, n.UpdatedAt
 		entryIDs[j], entryTypes[j], kinds[j], actors[j] = en.ID, string(en.Type), string(en.Actor.Kind), en.Actor.Name
 		entryAttempts[j], payloads[j], occurred[j], recordedAt[j] = en.Attempt, string(en.Payload), en.OccurredAt, en.RecordedAt
-		alerts[j], approvals[j] = alertsJSON(ch.Alerts), driver.JSONText(n.Approval.MarshalStored())
+		approvals[j] = driver.JSONText(n.Approval.MarshalStored())
 		recons[j] = driver.JSONText(n.Reconciliation.MarshalStored())
+		alerted = alerted || len(ch.Alerts) > 0
+	}
+	withAlerts := func() {
+		for j, i := range order {
+			alerts[j] = alertsJSON(chs[i].Alerts)
+		}
+	}
+	noOutbox := alerted && e.noEndpoint.Load()
+	q := updateMany
+	if noOutbox {
+		q = updateManyNoOutbox
+	} else {
+		withAlerts()
 	}
 	args := []any{ids, versions, statuses, attempts, newVersions, leases, deadlines, results, externalRefs, retriable,
 		updatedAt, entryIDs, entryTypes, kinds, actors, entryAttempts, payloads, occurred, recordedAt, alerts, approvals, recons}
 	for try := 1; ; try++ {
-		seqs, err := returnedSeqs(e.q.QueryContext(ctx, updateMany, args...))
+		seqs, marked, err := returnedSeqs(e.q.QueryContext(ctx, q, args...))
 		if !e.inTx && driver.Deadlocked(err) && try < 5 && ctx.Err() == nil {
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("pgdriver: update actions: %w", err)
+		}
+		// updateMany marks that no endpoint is enabled; updateManyNoOutbox
+		// that one is, and that it wrote nothing.
+		e.noEndpoint.Store(marked != noOutbox)
+		if noOutbox && marked {
+			noOutbox, q = false, updateMany
+			withAlerts()
+			try = 0
+			continue
 		}
 		written := make([]bool, k)
 		for id, seq := range seqs {
@@ -352,30 +407,37 @@ func returnedIDs(rows *sql.Rows, err error) (map[string]bool, error) {
 	return ids, rows.Err()
 }
 
-// returnedSeqs reads (id, entry_seq) rows.
-func returnedSeqs(rows *sql.Rows, err error) (map[string]int, error) {
+// returnedSeqs reads (id, entry_seq) rows, and whether a row of NULLs was
+// among them.
+func returnedSeqs(rows *sql.Rows, err error) (map[string]int, bool, error) {
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer rows.Close()
 	seqs := map[string]int{}
+	marked := false
 	for rows.Next() {
-		var id string
-		var seq int
+		var id *string
+		var seq *int
 		if err := rows.Scan(&id, &seq); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		seqs[id] = seq
+		if id == nil {
+			marked = true
+			continue
+		}
+		seqs[*id] = *seq
 	}
-	return seqs, rows.Err()
+	return seqs, marked, rows.Err()
 }
 
-// ActionDueList reads the partial index on deadlines.
+// ActionDueList reads the partial index on (deadline, id): a batch after
+// another is one range of it, the row comparison being its condition.
 func (e *executor) ActionDueList(ctx context.Context, p *driver.ActionDueListParams) ([]*record.Action, error) {
 	q := `SELECT ` + actionColumns + ` FROM actions WHERE deadline <= $1`
 	args := []any{p.Now}
 	if p.After != nil && p.After.Deadline != nil {
-		q += ` AND deadline >= $2 AND (deadline > $2 OR id > $3)`
+		q += ` AND (deadline, id) > ($2, $3::uuid)`
 		args = append(args, *p.After.Deadline, p.After.ID)
 	}
 	q += fmt.Sprintf(` ORDER BY deadline, id LIMIT %d`, p.Limit)

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,6 +30,9 @@ type Driver struct {
 	gdb    *gorm.DB
 	where  string
 	tracer *queryTracer
+	// noEndpoint: the last set of changes written found no enabled webhook
+	// endpoint (ActionUpdateMany).
+	noEndpoint atomic.Bool
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -69,14 +73,14 @@ func (d *Driver) Embedded() bool       { return false }
 // not hold up every new intent.
 func (d *Driver) Concurrency() driver.Concurrency { return driver.Concurrency{Flushers: 2} }
 
-func (d *Driver) Executor() driver.Executor { return &executor{q: d.db} }
+func (d *Driver) Executor() driver.Executor { return &executor{q: d.db, noEndpoint: &d.noEndpoint} }
 
 func (d *Driver) Begin(ctx context.Context) (driver.Tx, error) {
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &txExecutor{executor: executor{q: tx, inTx: true}, tx: tx}, nil
+	return &txExecutor{executor: executor{q: tx, inTx: true, noEndpoint: &d.noEndpoint}, tx: tx}, nil
 }
 
 func (d *Driver) Migrations() fs.FS {
@@ -101,8 +105,9 @@ type querier interface {
 }
 
 type executor struct {
-	q    querier
-	inTx bool
+	q          querier
+	inTx       bool
+	noEndpoint *atomic.Bool
 }
 
 type txExecutor struct {

@@ -232,7 +232,7 @@ func writeAlerts(ctx context.Context, q querier, ch *driver.Change) error {
 		now := ch.Entry.RecordedAt
 		if _, err := q.ExecContext(ctx, `INSERT INTO webhook_messages (id, event_type, namespace, action_id, payload,
 			created_at) VALUES (?, ?, ?, ?, json_set(?, '$.data.entry.seq', ?), ?)`,
-			m.ID, string(m.Type), ch.Next.Namespace, ch.Next.ID, string(m.Payload), ch.Entry.Seq, now); err != nil {
+			m.ID, string(m.Type), ch.Next.Namespace, ch.Next.ID, string(m.Body()), ch.Entry.Seq, now); err != nil {
 			return err
 		}
 		for _, ep := range endpoints {
