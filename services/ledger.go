@@ -71,6 +71,9 @@ func (l *Ledger) observeGroup(n int) {
 func NewLedger(st *Store) *Ledger {
 	c := st.drv.Concurrency()
 	l := &Ledger{st: st, now: Now, rules: rules, deadlines: deadlines, singleWriter: c.SingleWriter}
+	l.waiting.left = func(ctx context.Context, ids []string) ([]string, error) {
+		return st.ex.ActionLeftStatus(ctx, ids, record.StatusAwaitingApproval)
+	}
 	if c.SingleWriter {
 		// One transaction at a time: concurrent entries share it.
 		l.group = &grouper{flushers: c.Flushers, flush: l.flushShared}

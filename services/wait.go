@@ -3,9 +3,10 @@ package services
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/arbiter-ledger/arbiter/services/driver"
 	"github.com/arbiter-ledger/arbiter/services/record"
@@ -14,17 +15,28 @@ import (
 // Waiting for a decision: an agent whose intent is held for approval may
 // ask to wait (Prefer: wait=N) instead of polling. A waiter holds no
 // database connection while it waits: it is woken at once by a change this
-// process commits (a decision, an expiry), and reads the action again every
-// waitPoll in case another replica decided.
+// process commits (a decision, an expiry), and by one poller per process,
+// which reads every waited action in a few set queries each waitPoll, in
+// case another replica decided.
 
-// waitPoll is how often a waiter reads its action again; a decision taken
-// on another replica reaches it within this time.
+// waitPoll is how often the poller reads the waited actions again; a
+// decision taken on another replica reaches its waiters within about this
+// time.
 const waitPoll = 250 * time.Millisecond
 
-// waiters wakes the waiters of an action when this process changes it.
+// waitChunk is the most actions one poll query names: ten thousand waiters
+// are ten queries, each holding a connection for a few milliseconds.
+const waitChunk = 1000
+
+// waiters wakes the waiters of an action when this process changes it, and
+// runs the poller while anyone waits.
 type waiters struct {
 	mu sync.Mutex
 	m  map[string][]chan struct{}
+	// polling: the poller runs; it stops when nobody waits.
+	polling bool
+	// left reads which of ids are no longer awaiting approval (or gone).
+	left func(ctx context.Context, ids []string) ([]string, error)
 }
 
 func (w *waiters) add(id string) chan struct{} {
@@ -35,6 +47,10 @@ func (w *waiters) add(id string) chan struct{} {
 		w.m = map[string][]chan struct{}{}
 	}
 	w.m[id] = append(w.m[id], ch)
+	if !w.polling && w.left != nil {
+		w.polling = true
+		go w.poll()
+	}
 	return ch
 }
 
@@ -55,21 +71,64 @@ func (w *waiters) remove(id string, ch chan struct{}) {
 	}
 }
 
-// wake wakes every waiter of the actions changes wrote.
-func (w *waiters) wake(chs []*driver.Change, written []bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.m) == 0 {
+// wakeIDs wakes every waiter of the actions ids.
+func (w *waiters) wakeIDs(ids []string) {
+	if len(ids) == 0 {
 		return
 	}
-	for i, ch := range chs {
-		if !written[i] || ch.Prev == nil {
-			continue
-		}
-		for _, c := range w.m[ch.Prev.ID] {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range ids {
+		for _, c := range w.m[id] {
 			close(c)
 		}
-		delete(w.m, ch.Prev.ID)
+		delete(w.m, id)
+	}
+}
+
+// decided lists the actions that written changes took out of
+// awaiting_approval: their waiters are woken once the change commits.
+func decided(chs []*driver.Change, written []bool) []string {
+	var ids []string
+	for i, ch := range chs {
+		if written[i] && ch.Prev != nil && ch.Prev.Status == record.StatusAwaitingApproval &&
+			ch.Next.Status != record.StatusAwaitingApproval {
+			ids = append(ids, ch.Prev.ID)
+		}
+	}
+	return ids
+}
+
+// poll reads the waited actions every waitPoll, waitChunk at a time, and
+// wakes the waiters of those no longer awaiting approval. It returns when
+// nobody waits. A failed read is tried again at the next tick: a waiter
+// still ends at its own deadline.
+func (w *waiters) poll() {
+	t := time.NewTicker(waitPoll)
+	defer t.Stop()
+	var buf []string
+	for range t.C {
+		w.mu.Lock()
+		if len(w.m) == 0 {
+			w.polling = false
+			w.mu.Unlock()
+			return
+		}
+		buf = buf[:0]
+		for id := range w.m {
+			buf = append(buf, id)
+		}
+		w.mu.Unlock()
+		for ids := buf; len(ids) > 0; {
+			n := min(len(ids), waitChunk)
+			ctx, cancel := context.WithTimeout(context.Background(), waitPoll*4)
+			left, err := w.left(ctx, ids[:n])
+			cancel()
+			if err == nil {
+				w.wakeIDs(left)
+			}
+			ids = ids[n:]
+		}
 	}
 }
 
@@ -77,14 +136,15 @@ func (w *waiters) wake(chs []*driver.Change, written []bool) {
 // approval, or ctx ends, and returns the action as it last read it. It
 // returns at once if the action is not awaiting approval.
 //
-// A decision taken by this process wakes the waiter at once; one taken by
-// another replica is seen at the next read, about every waitPoll. Each
-// pause is drawn from [waitPoll/2, 3·waitPoll/2], so requests that began
-// waiting together do not read in step (200 of them used to take the
-// connection pool's 32 connections at once every 250 ms).
+// A decision taken by this process wakes the waiter once it commits; one
+// taken by another replica is seen by the poller within about waitPoll.
+// Either way the waiter then reads its action once more. While it waits it
+// reads nothing itself: the poller reads every waited action in a few set
+// queries per tick, however many requests wait.
 func (l *Ledger) AwaitDecision(ctx context.Context, p Principal, id string) (*record.Action, error) {
-	t := time.NewTimer(jitteredPoll())
-	defer t.Stop()
+	if _, err := uuid.Parse(id); err != nil {
+		return l.Action(ctx, p, id) // not found; the poller reads only well-formed ids
+	}
 	for {
 		ch := l.waiting.add(id)
 		a, err := l.Action(context.WithoutCancel(ctx), p, id)
@@ -100,14 +160,6 @@ func (l *Ledger) AwaitDecision(ctx context.Context, p Principal, id string) (*re
 			}
 			return a, ctx.Err()
 		case <-ch:
-		case <-t.C:
-			l.waiting.remove(id, ch)
-			t.Reset(jitteredPoll())
 		}
 	}
-}
-
-// jitteredPoll is one pause between reads of a waiter.
-func jitteredPoll() time.Duration {
-	return waitPoll/2 + rand.N(waitPoll)
 }
