@@ -38,6 +38,8 @@ type Ledger struct {
 	approver Approver
 	// waiting are the requests waiting for a decision on an action.
 	waiting waiters
+	// parking holds the waits of AwaitDecisionFunc.
+	parking parking
 	// approvalDecided observes every approval decided, and how long it
 	// waited.
 	approvalDecided func(result string, waited time.Duration)

@@ -32,34 +32,38 @@ const waitChunk = 1000
 // runs the poller while anyone waits.
 type waiters struct {
 	mu sync.Mutex
-	m  map[string][]chan struct{}
+	m  map[string][]*watch
 	// polling: the poller runs; it stops when nobody waits.
 	polling bool
 	// left reads which of ids are no longer awaiting approval (or gone).
 	left func(ctx context.Context, ids []string) ([]string, error)
 }
 
-func (w *waiters) add(id string) chan struct{} {
-	ch := make(chan struct{})
+// watch is one waiter's wake-up: fire is called once, without the lock
+// held, and must not block.
+type watch struct{ fire func() }
+
+func (w *waiters) add(id string, fire func()) *watch {
+	wt := &watch{fire: fire}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.m == nil {
-		w.m = map[string][]chan struct{}{}
+		w.m = map[string][]*watch{}
 	}
-	w.m[id] = append(w.m[id], ch)
+	w.m[id] = append(w.m[id], wt)
 	if !w.polling && w.left != nil {
 		w.polling = true
 		go w.poll()
 	}
-	return ch
+	return wt
 }
 
-func (w *waiters) remove(id string, ch chan struct{}) {
+func (w *waiters) remove(id string, wt *watch) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	list := w.m[id]
 	for i, c := range list {
-		if c == ch {
+		if c == wt {
 			list = append(list[:i], list[i+1:]...)
 			break
 		}
@@ -76,13 +80,15 @@ func (w *waiters) wakeIDs(ids []string) {
 	if len(ids) == 0 {
 		return
 	}
+	var fire []*watch
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	for _, id := range ids {
-		for _, c := range w.m[id] {
-			close(c)
-		}
+		fire = append(fire, w.m[id]...)
 		delete(w.m, id)
+	}
+	w.mu.Unlock()
+	for _, wt := range fire {
+		wt.fire()
 	}
 }
 
@@ -146,15 +152,16 @@ func (l *Ledger) AwaitDecision(ctx context.Context, p Principal, id string) (*re
 		return l.Action(ctx, p, id) // not found; the poller reads only well-formed ids
 	}
 	for {
-		ch := l.waiting.add(id)
+		ch := make(chan struct{})
+		wt := l.waiting.add(id, func() { close(ch) })
 		a, err := l.Action(context.WithoutCancel(ctx), p, id)
 		if err != nil || a.Status != record.StatusAwaitingApproval {
-			l.waiting.remove(id, ch)
+			l.waiting.remove(id, wt)
 			return a, err
 		}
 		select {
 		case <-ctx.Done():
-			l.waiting.remove(id, ch)
+			l.waiting.remove(id, wt)
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return a, nil
 			}
@@ -162,4 +169,130 @@ func (l *Ledger) AwaitDecision(ctx context.Context, p Principal, id string) (*re
 		case <-ch:
 		}
 	}
+}
+
+// AwaitDecisionFunc is AwaitDecision without a goroutine of the caller's
+// held while it waits: it returns at once, and done is called once, in a
+// goroutine of its own, with the action when it is no longer awaiting
+// approval, or with the action as last read (nil if none was) when wait
+// passes or EndWaits ends every wait. Between the reads nothing runs for the
+// waiter but a timer and its place among the poller's ids, so a process can
+// hold many thousands of them.
+func (l *Ledger) AwaitDecisionFunc(p Principal, id string, wait time.Duration, done func(*record.Action, error)) {
+	pk := &parked{l: l, p: p, id: id, done: done}
+	l.parking.Lock()
+	if l.parking.ended {
+		l.parking.Unlock()
+		go done(nil, nil)
+		return
+	}
+	if l.parking.set == nil {
+		l.parking.set = map[*parked]struct{}{}
+	}
+	l.parking.set[pk] = struct{}{}
+	l.parking.wg.Add(1)
+	l.parking.Unlock()
+	pk.mu.Lock()
+	pk.timer = time.AfterFunc(wait, func() { pk.finish(nil, nil, true) })
+	pk.mu.Unlock()
+	go pk.check()
+}
+
+// EndWaits answers every wait of AwaitDecisionFunc now, as if its time had
+// passed, and any begun later at once; it returns when their done functions
+// returned, or ctx ended. A server calls it when it shuts down: the agents
+// get their answer (still pending approval) instead of a closed connection.
+func (l *Ledger) EndWaits(ctx context.Context) error {
+	l.parking.Lock()
+	l.parking.ended = true
+	list := make([]*parked, 0, len(l.parking.set))
+	for pk := range l.parking.set {
+		list = append(list, pk)
+	}
+	l.parking.Unlock()
+	for _, pk := range list {
+		go pk.finish(nil, nil, true)
+	}
+	finished := make(chan struct{})
+	go func() {
+		l.parking.wg.Wait()
+		close(finished)
+	}()
+	select {
+	case <-finished:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// parking holds the waits of AwaitDecisionFunc.
+type parking struct {
+	sync.Mutex
+	set   map[*parked]struct{}
+	ended bool
+	wg    sync.WaitGroup
+}
+
+// parked is one wait of AwaitDecisionFunc.
+type parked struct {
+	l    *Ledger
+	p    Principal
+	id   string
+	done func(*record.Action, error)
+
+	mu    sync.Mutex
+	timer *time.Timer
+	wt    *watch         // the current wake-up
+	last  *record.Action // as last read
+	ended bool
+}
+
+// check registers the next wake-up and reads the action: done when it is
+// no longer awaiting approval.
+func (pk *parked) check() {
+	wt := pk.l.waiting.add(pk.id, func() { go pk.check() })
+	pk.mu.Lock()
+	if pk.ended {
+		pk.mu.Unlock()
+		pk.l.waiting.remove(pk.id, wt)
+		return
+	}
+	pk.wt = wt
+	pk.mu.Unlock()
+	a, err := pk.l.Action(context.Background(), pk.p, pk.id)
+	if err != nil || a.Status != record.StatusAwaitingApproval {
+		pk.finish(a, err, false)
+		return
+	}
+	pk.mu.Lock()
+	pk.last = a
+	pk.mu.Unlock()
+}
+
+// finish ends the wait once: with a and err, or when timedOut with the
+// action as last read.
+func (pk *parked) finish(a *record.Action, err error, timedOut bool) {
+	pk.mu.Lock()
+	if pk.ended {
+		pk.mu.Unlock()
+		return
+	}
+	pk.ended = true
+	wt := pk.wt
+	if timedOut {
+		a, err = pk.last, nil
+	}
+	if pk.timer != nil {
+		pk.timer.Stop()
+	}
+	pk.mu.Unlock()
+	if wt != nil {
+		pk.l.waiting.remove(pk.id, wt)
+	}
+	pk.l.parking.Lock()
+	delete(pk.l.parking.set, pk)
+	pk.l.parking.Unlock()
+	defer pk.l.parking.wg.Done()
+	pk.done(a, err)
 }
