@@ -30,7 +30,7 @@ type unit struct {
 	alerted bool // a change wrote alerts: wake the dispatcher once committed
 	// decided are the actions taken out of awaiting_approval: their
 	// waiters are woken once the transaction commits.
-	decided []string
+	decided []*record.Action
 }
 
 // errNeedsTx means a plan makes two changes (plan.then), which must commit
@@ -107,10 +107,10 @@ func (l *Ledger) write(ctx context.Context, u *unit, chs []*driver.Change) ([]bo
 		}
 	}
 	if chs[0].Prev != nil {
-		if ids := decided(chs, written); !u.tx {
-			l.waiting.wakeIDs(ids)
+		if as := decided(chs, written); !u.tx {
+			l.waiting.wake(as)
 		} else {
-			u.decided = append(u.decided, ids...)
+			u.decided = append(u.decided, as...)
 		}
 		l.observeApprovals(chs, written)
 		l.observeReconciliation(chs, written)
@@ -136,7 +136,7 @@ func (l *Ledger) inTx(ctx context.Context, fn func(*unit) error) error {
 	if u.alerted {
 		l.wakeDispatcher()
 	}
-	l.waiting.wakeIDs(u.decided)
+	l.waiting.wake(u.decided)
 	return nil
 }
 

@@ -40,10 +40,11 @@ type waiters struct {
 }
 
 // watch is one waiter's wake-up: fire is called once, without the lock
-// held, and must not block.
-type watch struct{ fire func() }
+// held, and must not block. It gets the action as this process's change
+// left it, or nil when the poller saw it change.
+type watch struct{ fire func(*record.Action) }
 
-func (w *waiters) add(id string, fire func()) *watch {
+func (w *waiters) add(id string, fire func(*record.Action)) *watch {
 	wt := &watch{fire: fire}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -75,7 +76,7 @@ func (w *waiters) remove(id string, wt *watch) {
 	}
 }
 
-// wakeIDs wakes every waiter of the actions ids.
+// wakeIDs wakes every waiter of the actions ids (the poller).
 func (w *waiters) wakeIDs(ids []string) {
 	if len(ids) == 0 {
 		return
@@ -88,21 +89,46 @@ func (w *waiters) wakeIDs(ids []string) {
 	}
 	w.mu.Unlock()
 	for _, wt := range fire {
-		wt.fire()
+		wt.fire(nil)
+	}
+}
+
+// wake wakes every waiter of the actions as this process's committed
+// changes left them.
+func (w *waiters) wake(actions []*record.Action) {
+	if len(actions) == 0 {
+		return
+	}
+	type woken struct {
+		wt *watch
+		a  *record.Action
+	}
+	var fire []woken
+	w.mu.Lock()
+	for _, a := range actions {
+		for _, wt := range w.m[a.ID] {
+			fire = append(fire, woken{wt, a})
+		}
+		delete(w.m, a.ID)
+	}
+	w.mu.Unlock()
+	for _, f := range fire {
+		f.wt.fire(f.a)
 	}
 }
 
 // decided lists the actions that written changes took out of
-// awaiting_approval: their waiters are woken once the change commits.
-func decided(chs []*driver.Change, written []bool) []string {
-	var ids []string
+// awaiting_approval, as they left them: their waiters are woken once the
+// change commits.
+func decided(chs []*driver.Change, written []bool) []*record.Action {
+	var out []*record.Action
 	for i, ch := range chs {
 		if written[i] && ch.Prev != nil && ch.Prev.Status == record.StatusAwaitingApproval &&
 			ch.Next.Status != record.StatusAwaitingApproval {
-			ids = append(ids, ch.Prev.ID)
+			out = append(out, ch.Next)
 		}
 	}
-	return ids
+	return out
 }
 
 // poll reads the waited actions every waitPoll, waitChunk at a time, and
@@ -153,7 +179,7 @@ func (l *Ledger) AwaitDecision(ctx context.Context, p Principal, id string) (*re
 	}
 	for {
 		ch := make(chan struct{})
-		wt := l.waiting.add(id, func() { close(ch) })
+		wt := l.waiting.add(id, func(*record.Action) { close(ch) })
 		a, err := l.Action(context.WithoutCancel(ctx), p, id)
 		if err != nil || a.Status != record.StatusAwaitingApproval {
 			l.waiting.remove(id, wt)
@@ -195,7 +221,7 @@ func (l *Ledger) AwaitDecisionFunc(p Principal, id string, wait time.Duration, d
 	pk.mu.Lock()
 	pk.timer = time.AfterFunc(wait, func() { pk.finish(nil, nil, true) })
 	pk.mu.Unlock()
-	go pk.check()
+	go pk.check(nil)
 }
 
 // EndWaits answers every wait of AwaitDecisionFunc now, as if its time had
@@ -249,9 +275,14 @@ type parked struct {
 }
 
 // check registers the next wake-up and reads the action: done when it is
-// no longer awaiting approval.
-func (pk *parked) check() {
-	wt := pk.l.waiting.add(pk.id, func() { go pk.check() })
+// no longer awaiting approval. A wake-up from this process's own change
+// brings the action as the change left it (woken), which needs no read.
+func (pk *parked) check(woken *record.Action) {
+	if woken != nil && woken.Status != record.StatusAwaitingApproval {
+		pk.finish(woken, nil, false)
+		return
+	}
+	wt := pk.l.waiting.add(pk.id, func(a *record.Action) { go pk.check(a) })
 	pk.mu.Lock()
 	if pk.ended {
 		pk.mu.Unlock()

@@ -130,7 +130,7 @@ func (h *entriesHandler) park(c echo.Context, r services.EntryResult, raws [][]b
 	conn.SetDeadline(time.Time{})
 	c.Response().Status = http.StatusAccepted
 	p := principal(c)
-	ctx := context.WithoutCancel(req.Context())
+	ctx := context.Background() // the request's own ends when the handler returns
 	h.ledger.AwaitDecisionFunc(p, r.Action.ID, wait, func(a *record.Action, err error) {
 		defer conn.Close()
 		var (

@@ -49,6 +49,7 @@ type benchCmd struct {
 	AdminKey    string        `name:"admin-key" env:"ARBITER_ADMIN_KEY" help:"With --waiters: an operator or admin key, to list and decide the actions."`
 	DecideURL   string        `name:"decide-url" help:"With --waiters: send the decisions to this server (another replica) instead of --url."`
 	DecideBatch int           `name:"decide-batch" default:"1000" help:"With --waiters: actions per bulk decision (1-1000)."`
+	DecideEvery time.Duration `name:"decide-every" help:"With --waiters: send a bulk decision this often (0: each as soon as the previous one is answered)."`
 	WaitFor     int           `name:"wait-for" default:"60" help:"With --waiters: N of Prefer: wait=N."`
 	WaitSample  time.Duration `name:"wait-sample" default:"5s" help:"With --waiters: how long to sample the server while every request waits."`
 	ServerPID   int           `name:"server-pid" help:"With --waiters: the server's process id, to sample its memory and CPU."`

@@ -51,6 +51,7 @@ type waitReport struct {
 	Backends      *backendSamples `json:"pg_backends,omitempty"`
 	Decisions     int             `json:"decisions"`
 	DecideBatch   int             `json:"decide_batch"`
+	DecideEvery   float64         `json:"decide_every_seconds"`
 	DecideSeconds float64         `json:"decide_seconds"`
 	// ReleaseFromDecision is from the decision's recorded time (the
 	// approval's "at", taken before its transaction commits) to the
@@ -95,7 +96,7 @@ func (b *benchCmd) runWaiters(ctx context.Context, c *cli) (*waitReport, error) 
 	}
 	base := strings.TrimRight(b.URL, "/")
 	decideURL := strings.TrimRight(cmp.Or(b.DecideURL, base), "/")
-	rep := &waitReport{URL: base, DecideURL: decideURL, Waiters: b.Waiters, WaitFor: b.WaitFor, DecideBatch: b.DecideBatch,
+	rep := &waitReport{DecideEvery: b.DecideEvery.Seconds(), URL: base, DecideURL: decideURL, Waiters: b.Waiters, WaitFor: b.WaitFor, DecideBatch: b.DecideBatch,
 		Outcomes: map[string]int{}, Errors: map[string]int{}, ack: map[string]time.Time{}}
 	admin := client.New(base, b.AdminKey, client.WithUserAgent("arbiter-bench"))
 	decider := client.New(decideURL, b.AdminKey, client.WithUserAgent("arbiter-bench"))
@@ -219,6 +220,9 @@ func (b *benchCmd) runWaiters(ctx context.Context, c *cli) (*waitReport, error) 
 	// Decide them, a bulk decision at a time.
 	d0 := time.Now()
 	for from := 0; from < len(ids); from += b.DecideBatch {
+		if b.DecideEvery > 0 {
+			time.Sleep(time.Until(d0.Add(time.Duration(from/b.DecideBatch) * b.DecideEvery)))
+		}
 		batch := ids[from:min(from+b.DecideBatch, len(ids))]
 		res, err := decider.DecideMany(ctx, client.BulkDecision{Filter: client.BulkFilter{IDs: batch},
 			Decision: "approve", Reason: "bench", MaxCount: len(batch)})
