@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,6 +187,7 @@ func (b *benchCmd) runWaiters(ctx context.Context, c *cli) (*waitReport, error) 
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+	slices.Reverse(ids) // oldest first: the first to wait are the first decided
 	rep.OpenSeconds = time.Since(start).Seconds()
 	time.Sleep(time.Second)
 
