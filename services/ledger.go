@@ -273,6 +273,27 @@ func (l *Ledger) submitOne(ctx context.Context, p Principal, in *EntryInput) (En
 	return l.applyAlone(ctx, p, in) // the key exists: decide on the stored action
 }
 
+// SubmitExisting answers one entry for a key whose action exists, as Submit
+// would, without first trying to create the action: a request that waited
+// for a decision (Prefer: wait) submits its intent again this way. Where
+// writers run side by side it is decided on the stored action in its own
+// statement; with a single writer it joins the writer's next transaction.
+func (l *Ledger) SubmitExisting(ctx context.Context, p Principal, raw []byte) (EntryResult, error) {
+	if !p.CanWrite() || l.singleWriter {
+		res, err := l.Submit(ctx, p, [][]byte{raw})
+		if err != nil {
+			return EntryResult{}, err
+		}
+		return res[0], nil
+	}
+	in, err := DecodeEntry(raw)
+	if err != nil {
+		e, _ := AsError(err)
+		return EntryResult{Key: in.Key, Type: in.Type, Outcome: record.OutcomeRejected, Error: e}, nil
+	}
+	return l.applyAlone(ctx, p, &in)
+}
+
 // applyAlone decides and records one entry in its own statement or
 // transaction.
 func (l *Ledger) applyAlone(ctx context.Context, p Principal, in *EntryInput) (EntryResult, error) {

@@ -29,6 +29,7 @@ type entrySubmitter interface {
 	Submit(ctx context.Context, p services.Principal, raws [][]byte) ([]services.EntryResult, error)
 	AwaitDecision(ctx context.Context, p services.Principal, id string) (*record.Action, error)
 	AwaitDecisionFunc(p services.Principal, id string, wait time.Duration, done func(*record.Action, error))
+	SubmitExisting(ctx context.Context, p services.Principal, raw []byte) (services.EntryResult, error)
 }
 
 // MaxWait bounds Prefer: wait=N.
@@ -138,7 +139,7 @@ func (h *entriesHandler) park(c echo.Context, r services.EntryResult, raws [][]b
 			body   any = r
 		)
 		if err == nil && a != nil && a.Status != record.StatusAwaitingApproval {
-			results, err := h.ledger.Submit(ctx, p, raws)
+			res, err := h.ledger.SubmitExisting(ctx, p, raws[0])
 			if err != nil {
 				var e *services.Error
 				status, e = toAPIError(err)
@@ -147,10 +148,8 @@ func (h *entriesHandler) park(c echo.Context, r services.EntryResult, raws [][]b
 					header.Set("Retry-After", "1")
 				}
 			} else {
-				for _, res := range results {
-					h.metrics.ObserveEntry(res.Type, res.Outcome)
-				}
-				status, body = resultStatus(results[0]), results[0]
+				h.metrics.ObserveEntry(res.Type, res.Outcome)
+				status, body = resultStatus(res), res
 			}
 		}
 		writeParked(conn, header, status, body)
