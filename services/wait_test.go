@@ -109,3 +109,79 @@ func TestAwaitDecisionFunc(t *testing.T) {
 		})
 	})
 }
+
+// TestSubmitExistingMany: released intents answered together get what each
+// would get alone (SubmitExisting, one after another, on a twin ledger):
+// proceed with attempt 1 once approved, denied once rejected, rejected when
+// malformed, in progress for the same intent again; and the timelines are
+// the same.
+func TestSubmitExistingMany(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		ctx := context.Background()
+		intent := func(key string) string {
+			return `{"key":"` + key + `","type":"intent","tool":"payments.refund","effect":"keyed","params":{"amount":10},"timeout":60,"require_approval":true}`
+		}
+		// run sets up three decided actions and answers the released
+		// intents with answer.
+		run := func(answer func(f *fixture, items []services.Released) []services.EntryResult) ([]services.EntryResult, map[string][]record.EntryType) {
+			f := newFixture(t, st, FixtureOpts{})
+			ids := map[string]string{}
+			for _, k := range []string{"a", "b", "c"} {
+				res := submit(t, f.l, f.agent, intent(k))
+				require.Equal(t, record.OutcomePendingApproval, res.Outcome)
+				ids[k] = res.Action.ID
+			}
+			for _, k := range []string{"a", "b", "c"} {
+				d := services.DecisionInput{Decision: record.DecisionApprove}
+				if k == "c" {
+					d = services.DecisionInput{Decision: record.DecisionReject, Reason: "no"}
+				}
+				_, _, err := f.l.Decide(ctx, f.operator, ids[k], d)
+				require.NoError(t, err)
+			}
+			res := answer(f, []services.Released{
+				{P: f.agent, ActionID: ids["a"], Raw: []byte(intent("a"))},
+				{P: f.agent, ActionID: ids["b"], Raw: []byte(intent("b"))},
+				{P: f.agent, ActionID: ids["c"], Raw: []byte(intent("c"))},
+				{P: f.agent, ActionID: ids["a"], Raw: []byte(intent("a"))},
+				{P: f.agent, ActionID: ids["b"], Raw: []byte(`{"key":"b","type":"intent"`)},
+			})
+			timelines := map[string][]record.EntryType{}
+			for k, id := range ids {
+				for _, e := range f.entries(t, id) {
+					timelines[k] = append(timelines[k], e.Type)
+				}
+			}
+			return res, timelines
+		}
+		together, tlTogether := run(func(f *fixture, items []services.Released) []services.EntryResult {
+			res, err := f.l.SubmitExistingMany(ctx, items)
+			require.NoError(t, err)
+			return res
+		})
+		alone, tlAlone := run(func(f *fixture, items []services.Released) []services.EntryResult {
+			var out []services.EntryResult
+			for _, it := range items {
+				res, err := f.l.SubmitExisting(ctx, it.P, it.Raw)
+				require.NoError(t, err)
+				out = append(out, res)
+			}
+			return out
+		})
+		require.Len(t, together, 5)
+		for _, i := range []int{0, 1} {
+			require.Equal(t, record.OutcomeProceed, together[i].Outcome, "%d", i)
+			require.Equal(t, 1, *together[i].Attempt)
+			require.Equal(t, record.StatusInProgress, together[i].Action.Status)
+		}
+		require.Equal(t, record.OutcomeDenied, together[2].Outcome)
+		require.Equal(t, record.OutcomeInProgress, together[3].Outcome, "the same intent again, once running")
+		require.Equal(t, record.OutcomeRejected, together[4].Outcome)
+		for i := range together {
+			require.Equal(t, alone[i].Outcome, together[i].Outcome, "%d", i)
+			require.Equal(t, alone[i].Attempt == nil, together[i].Attempt == nil, "%d", i)
+		}
+		require.Equal(t, tlAlone, tlTogether)
+	})
+}

@@ -29,7 +29,7 @@ type entrySubmitter interface {
 	Submit(ctx context.Context, p services.Principal, raws [][]byte) ([]services.EntryResult, error)
 	AwaitDecision(ctx context.Context, p services.Principal, id string) (*record.Action, error)
 	AwaitDecisionFunc(p services.Principal, id string, wait time.Duration, done func(*record.Action, error))
-	SubmitExisting(ctx context.Context, p services.Principal, raw []byte) (services.EntryResult, error)
+	SubmitExistingMany(ctx context.Context, items []services.Released) ([]services.EntryResult, error)
 }
 
 // MaxWait bounds Prefer: wait=N.
@@ -39,6 +39,8 @@ const MaxWait = 60 * time.Second
 type entriesHandler struct {
 	ledger  entrySubmitter
 	metrics *Metrics
+	// release answers parked requests whose actions were decided.
+	release *releaser
 }
 
 // outcomeStatus is the HTTP status of a single-entry answer by outcome.
@@ -131,7 +133,6 @@ func (h *entriesHandler) park(c echo.Context, r services.EntryResult, raws [][]b
 	conn.SetDeadline(time.Time{})
 	c.Response().Status = http.StatusAccepted
 	p := principal(c)
-	ctx := context.Background() // the request's own ends when the handler returns
 	h.ledger.AwaitDecisionFunc(p, r.Action.ID, wait, func(a *record.Action, err error) {
 		defer conn.Close()
 		var (
@@ -139,7 +140,7 @@ func (h *entriesHandler) park(c echo.Context, r services.EntryResult, raws [][]b
 			body   any = r
 		)
 		if err == nil && a != nil && a.Status != record.StatusAwaitingApproval {
-			res, err := h.ledger.SubmitExisting(ctx, p, raws[0])
+			res, err := h.release.submit(p, r.Action.ID, raws[0])
 			if err != nil {
 				var e *services.Error
 				status, e = toAPIError(err)
