@@ -2,6 +2,8 @@ package services
 
 import (
 	"context"
+	"errors"
+	"sync"
 
 	"github.com/arbiter-ledger/arbiter/services/driver"
 	"github.com/arbiter-ledger/arbiter/services/record"
@@ -22,7 +24,8 @@ type Released struct {
 // one statement; an entry that is not a plain change of its stored action
 // (not found where it belongs, a second entry for one action, a change that
 // needs a transaction, or a lost race) is answered alone, as
-// SubmitExisting would. The error is returned only when the database
+// SubmitExisting would. With a single writer every entry is sent alone, side
+// by side, and the writer's group commit puts them together. The error is returned only when the database
 // fails; it then answers every entry.
 func (l *Ledger) SubmitExistingMany(ctx context.Context, items []Released) ([]EntryResult, error) {
 	out := make([]EntryResult, len(items))
@@ -31,11 +34,23 @@ func (l *Ledger) SubmitExistingMany(ctx context.Context, items []Released) ([]En
 		out[i] = res
 		return err
 	}
-	if l.singleWriter || len(items) == 1 {
+	if l.singleWriter {
+		// The single writer already shares its transactions among the
+		// entries sent side by side: send them so.
+		errs := make([]error, len(items))
+		var wg sync.WaitGroup
 		for i := range items {
-			if err := alone(i); err != nil {
-				return nil, err
-			}
+			wg.Go(func() { errs[i] = alone(i) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	if len(items) == 1 {
+		if err := alone(0); err != nil {
+			return nil, err
 		}
 		return out, nil
 	}
