@@ -28,6 +28,9 @@ type unit struct {
 	ex      driver.Executor
 	tx      bool // ex is a transaction: several changes commit together
 	alerted bool // a change wrote alerts: wake the dispatcher once committed
+	// decided are the actions taken out of awaiting_approval: their
+	// waiters are woken once the transaction commits.
+	decided []*record.Action
 }
 
 // errNeedsTx means a plan makes two changes (plan.then), which must commit
@@ -104,7 +107,11 @@ func (l *Ledger) write(ctx context.Context, u *unit, chs []*driver.Change) ([]bo
 		}
 	}
 	if chs[0].Prev != nil {
-		l.waiting.wake(chs, written)
+		if as := decided(chs, written); !u.tx {
+			l.waiting.wake(as)
+		} else {
+			u.decided = append(u.decided, as...)
+		}
 		l.observeApprovals(chs, written)
 		l.observeReconciliation(chs, written)
 	}
@@ -129,6 +136,7 @@ func (l *Ledger) inTx(ctx context.Context, fn func(*unit) error) error {
 	if u.alerted {
 		l.wakeDispatcher()
 	}
+	l.waiting.wake(u.decided)
 	return nil
 }
 

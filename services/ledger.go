@@ -41,6 +41,8 @@ type Ledger struct {
 	waiting waiters
 	// known are keys recently created or read (known.go).
 	known knownKeys
+	// parking holds the waits of AwaitDecisionFunc.
+	parking parking
 	// approvalDecided observes every approval decided, and how long it
 	// waited.
 	approvalDecided func(result string, waited time.Duration)
@@ -74,6 +76,9 @@ func (l *Ledger) observeGroup(n int) {
 func NewLedger(st *Store) *Ledger {
 	c := st.drv.Concurrency()
 	l := &Ledger{st: st, now: Now, rules: rules, deadlines: deadlines, singleWriter: c.SingleWriter}
+	l.waiting.left = func(ctx context.Context, ids []string) ([]string, error) {
+		return st.ex.ActionLeftStatus(ctx, ids, record.StatusAwaitingApproval)
+	}
 	if c.SingleWriter {
 		// One transaction at a time: concurrent entries share it.
 		l.group = &grouper{flushers: c.Flushers, stuck: stuckAfter, flush: l.flushShared}
@@ -275,6 +280,27 @@ func (l *Ledger) submitOne(ctx context.Context, p Principal, in *EntryInput) (En
 		return it.res, nil
 	}
 	return l.applyAlone(ctx, p, in) // the key exists: decide on the stored action
+}
+
+// SubmitExisting answers one entry for a key whose action exists, as Submit
+// would, without first trying to create the action: a request that waited
+// for a decision (Prefer: wait) submits its intent again this way. Where
+// writers run side by side it is decided on the stored action in its own
+// statement; with a single writer it joins the writer's next transaction.
+func (l *Ledger) SubmitExisting(ctx context.Context, p Principal, raw []byte) (EntryResult, error) {
+	if !p.CanWrite() || l.singleWriter {
+		res, err := l.Submit(ctx, p, [][]byte{raw})
+		if err != nil {
+			return EntryResult{}, err
+		}
+		return res[0], nil
+	}
+	in, err := DecodeEntry(raw)
+	if err != nil {
+		e, _ := AsError(err)
+		return EntryResult{Key: in.Key, Type: in.Type, Outcome: record.OutcomeRejected, Error: e}, nil
+	}
+	return l.applyAlone(ctx, p, &in)
 }
 
 // applyAlone decides and records one entry in its own statement or

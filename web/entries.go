@@ -1,12 +1,14 @@
 package web
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -27,6 +29,8 @@ const MaxBodyBytes = 1 << 20
 type entrySubmitter interface {
 	Submit(ctx context.Context, p services.Principal, raws [][]byte) ([]services.EntryResult, error)
 	AwaitDecision(ctx context.Context, p services.Principal, id string) (*record.Action, error)
+	AwaitDecisionFunc(p services.Principal, id string, wait time.Duration, done func(*record.Action, error))
+	SubmitExistingMany(ctx context.Context, items []services.Released) ([]services.EntryResult, error)
 }
 
 // MaxWait bounds Prefer: wait=N.
@@ -36,6 +40,8 @@ const MaxWait = 60 * time.Second
 type entriesHandler struct {
 	ledger  entrySubmitter
 	metrics *Metrics
+	// release answers parked requests whose actions were decided.
+	release *releaser
 }
 
 // outcomeStatus is the HTTP status of a single-entry answer by outcome.
@@ -89,10 +95,21 @@ func (h *entriesHandler) submit(c echo.Context) error {
 	r := results[0]
 	if wait, ok := preferWait(c.Request().Header.Values("Prefer")); ok && wait > 0 && r.Outcome == record.OutcomePendingApproval {
 		c.Response().Header().Set("Preference-Applied", fmt.Sprintf("wait=%d", int(wait.Seconds())))
+		if h.park(c, r, raws, wait) {
+			return nil
+		}
 		if r, err = h.await(c, r, raws, wait); err != nil {
 			return err
 		}
 	}
+	if c.QueryParams().Has("pretty") {
+		return c.JSON(resultStatus(r), r)
+	}
+	return c.JSONBlob(resultStatus(r), append(r.AppendJSON(make([]byte, 0, 512)), '\n'))
+}
+
+// resultStatus is the HTTP status of a single entry's answer.
+func resultStatus(r services.EntryResult) int {
 	status := outcomeStatus[r.Outcome]
 	if r.Outcome == record.OutcomeProceed && r.Type == record.TypeLookup {
 		status = http.StatusOK // a lookup creates nothing: it may ask the downstream now
@@ -100,10 +117,79 @@ func (h *entriesHandler) submit(c echo.Context) error {
 	if r.Error != nil {
 		status, _ = toAPIError(r.Error)
 	}
-	if c.QueryParams().Has("pretty") {
-		return c.JSON(status, r)
+	return status
+}
+
+// park holds a single intent that is pending approval without holding its
+// request: the connection is taken from net/http (HTTP/1.x only), the
+// handler returns, and the ledger calls back once the action is approved or
+// denied, or wait passes; the answer is then written to the connection,
+// which closes. A waiting request so costs its connection, a timer and a
+// few small records, not a goroutine with its stack and net/http's
+// buffers: ten thousand waiters fit in a small process. It reports false
+// when the connection cannot be taken; the request then waits in await.
+//
+// The request's log line and latency are those of the request until it
+// was parked (status 202); the entry's final outcome is counted in the
+// entries metric when it is answered.
+func (h *entriesHandler) park(c echo.Context, r services.EntryResult, raws [][]byte, wait time.Duration) bool {
+	req := c.Request()
+	hj, ok := c.Response().Writer.(http.Hijacker)
+	if req.ProtoMajor != 1 || !ok {
+		return false
 	}
-	return c.JSONBlob(status, append(r.AppendJSON(make([]byte, 0, 512)), '\n'))
+	header := c.Response().Header().Clone()
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		return false
+	}
+	// Nothing more is read from the connection (the answer closes it), so
+	// net/http's buffers are dropped with the request.
+	conn.SetDeadline(time.Time{})
+	c.Response().Status = http.StatusAccepted
+	p := principal(c)
+	h.ledger.AwaitDecisionFunc(p, r.Action.ID, wait, func(a *record.Action, err error) {
+		defer conn.Close()
+		var (
+			status     = resultStatus(r)
+			body   any = r
+		)
+		if err == nil && a != nil && a.Status != record.StatusAwaitingApproval {
+			res, err := h.release.submit(p, r.Action.ID, raws[0])
+			if err != nil {
+				var e *services.Error
+				status, e = toAPIError(err)
+				body = errorBody{Error: e}
+				if status == http.StatusServiceUnavailable {
+					header.Set("Retry-After", "1")
+				}
+			} else {
+				h.metrics.ObserveEntry(res.Type, res.Outcome)
+				status, body = resultStatus(res), res
+			}
+		}
+		writeParked(conn, header, status, body)
+	})
+	return true
+}
+
+// writeParked writes a parked request's answer, as c.JSON would, and asks
+// the client to close the connection.
+func writeParked(conn net.Conn, header http.Header, status int, body any) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"internal error"}}`)
+	}
+	b = append(b, '\n')
+	header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	header.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	res := &http.Response{StatusCode: status, ProtoMajor: 1, ProtoMinor: 1, Header: header, Close: true,
+		ContentLength: int64(len(b)), Body: io.NopCloser(bytes.NewReader(b))}
+	conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	bw := bufio.NewWriterSize(conn, 1024)
+	if res.Write(bw) == nil {
+		bw.Flush()
+	}
 }
 
 // await holds a single intent that is pending approval until the action is

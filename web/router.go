@@ -85,7 +85,7 @@ func New(d Deps) *echo.Echo {
 	// unknown method on a known path answers 405, not 401 or 404.
 	key := requireAPIKey(d.Keys)
 	api := e.Group("/v1")
-	entries := &entriesHandler{ledger: d.Ledger, metrics: d.Metrics}
+	entries := &entriesHandler{ledger: d.Ledger, metrics: d.Metrics, release: &releaser{ledger: d.Ledger}}
 	api.POST("/entries", entries.submit, key)
 	actions := &actionsHandler{ledger: d.Ledger}
 	api.GET("/actions", actions.list, key)

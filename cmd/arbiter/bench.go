@@ -47,6 +47,15 @@ type benchCmd struct {
 	Expect  int           `help:"With --receive: how many distinct messages to wait for; fewer is an error."`
 	Idle    time.Duration `default:"3s" help:"With --receive: stop after this long without a delivery."`
 
+	Waiters     int           `help:"Instead of loading a server: send this many single intents with Prefer: wait at once, each on its own connection, for the tool bench.wait (which a policy must hold for approval), sample the server (--server-pid) and PostgreSQL (--database-url) while they all wait, approve them in bulk decisions of --decide-batch, and time each waiter's answer from its decision."`
+	AdminKey    string        `name:"admin-key" env:"ARBITER_ADMIN_KEY" help:"With --waiters: an operator or admin key, to list and decide the actions."`
+	DecideURL   string        `name:"decide-url" help:"With --waiters: send the decisions to this server (another replica) instead of --url."`
+	DecideBatch int           `name:"decide-batch" default:"1000" help:"With --waiters: actions per bulk decision (1-1000)."`
+	DecideEvery time.Duration `name:"decide-every" help:"With --waiters: send a bulk decision this often (0: each as soon as the previous one is answered)."`
+	WaitFor     int           `name:"wait-for" default:"60" help:"With --waiters: N of Prefer: wait=N."`
+	WaitSample  time.Duration `name:"wait-sample" default:"5s" help:"With --waiters: how long to sample the server while every request waits."`
+	ServerPID   int           `name:"server-pid" help:"With --waiters: the server's process id, to sample its memory and CPU."`
+
 	Page          []string `help:"Instead of writing entries: GET these dashboard paths with a signed-in session (--email, --password-stdin) and time them."`
 	Requests      int      `default:"100" help:"With --page: timed GETs of each page, one at a time."`
 	Email         string   `help:"With --page: the dashboard user to sign in as."`
@@ -69,6 +78,11 @@ func (b *benchCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
 	case b.Bulk > 0:
 		var r *bulkReport
 		if r, err = b.runBulk(ctx, c); r != nil {
+			rep = r
+		}
+	case b.Waiters > 0:
+		var r *waitReport
+		if r, err = b.runWaiters(ctx, c); r != nil {
 			rep = r
 		}
 	case len(b.Page) > 0:
@@ -213,6 +227,25 @@ func printReport(w io.Writer, rep any) error {
 		fmt.Fprintf(tw, "received %d deliveries of %d messages (%d duplicates) in %.1fs: %.0f per second\n",
 			r.Received, r.Unique, r.Duplicates, r.Seconds, r.PerSecond)
 		fmt.Fprintf(tw, "from commit, ms\tp50 %.1f\tp95 %.1f\tp99 %.1f\tmax %.1f\n", r.Latency.P50, r.Latency.P95, r.Latency.P99, r.Latency.Max)
+	case *waitReport:
+		fmt.Fprintf(tw, "%d requests waiting (Prefer: wait=%d) on %s, all waiting after %.1fs\n", r.Waiters, r.WaitFor, r.URL, r.OpenSeconds)
+		if r.RSSWaitingMiB > 0 {
+			fmt.Fprintf(tw, "server RSS MiB\tbefore %.1f\twaiting %.1f\tpeak %.1f\tCPU while waiting %.0f%%\n", r.RSSBeforeMiB, r.RSSWaitingMiB, r.HWMMiB, r.ServerCPUPercent)
+		}
+		if s := r.Backends; s != nil {
+			fmt.Fprintf(tw, "PostgreSQL backends\tbefore %d\tmax %d\tnot idle max %d, mean %.2f (%d samples)\n", s.Before, s.Max, s.NotIdleMax, s.NotIdleMean, s.Samples)
+		}
+		fmt.Fprintf(tw, "decided %d in bulk decisions of %d on %s in %.2fs\n", r.Decisions, r.DecideBatch, r.DecideURL, r.DecideSeconds)
+		l := r.ReleaseFromDecision
+		fmt.Fprintf(tw, "release from decision ms\tp50 %.1f\tp99 %.1f\tmax %.1f\t%d over 1 s\n", l.P50, l.P99, l.Max, r.OverOneSecond)
+		l = r.ReleaseFromAck
+		fmt.Fprintf(tw, "release from its ack ms\tp50 %.1f\tp99 %.1f\tmax %.1f\n", l.P50, l.P99, l.Max)
+		for _, k := range sortedKeys(r.Outcomes) {
+			fmt.Fprintf(tw, "outcome %s\t%d\n", k, r.Outcomes[k])
+		}
+		for _, k := range sortedKeys(r.Errors) {
+			fmt.Fprintf(tw, "error %s\t%d\n", k, r.Errors[k])
+		}
 	case *pagesReport:
 		fmt.Fprintln(tw, "page\trequests\tp50 ms\tp95 ms\tp99 ms\tmax ms\tbytes")
 		for _, p := range r.Pages {

@@ -65,6 +65,11 @@ func (b *benchConn) roundTrip(body []byte, resp *bytes.Buffer) (int, error) {
 	if err := b.bw.Flush(); err != nil {
 		return 0, err
 	}
+	return b.readAnswer(resp)
+}
+
+// readAnswer reads one answer: its status, and its body into resp.
+func (b *benchConn) readAnswer(resp *bytes.Buffer) (int, error) {
 	line, err := b.line()
 	if err != nil {
 		return 0, err

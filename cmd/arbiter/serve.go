@@ -121,6 +121,9 @@ type server struct {
 	serveErr     chan error
 	stopBG       context.CancelFunc
 	bg           sync.WaitGroup
+	// ledger answers the requests parked in Prefer: wait when the server
+	// shuts down: http.Server's drain does not see their connections.
+	ledger *services.Ledger
 }
 
 // start wires the services to the HTTP handler on st, whose schema must be
@@ -169,8 +172,9 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 		return nil, fmt.Errorf("listen on %s: %w", s.Addr, err)
 	}
 	srv := &server{
-		URL: "http://" + ln.Addr().String(),
-		log: log,
+		URL:    "http://" + ln.Addr().String(),
+		log:    log,
+		ledger: ledger,
 		http: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
 			IdleTimeout: 120 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
 		drainTimeout: s.DrainTimeout,
@@ -244,6 +248,11 @@ func (srv *server) shutdown() error {
 	dctx, cancel := context.WithTimeout(context.Background(), srv.drainTimeout)
 	defer cancel()
 	err := srv.http.Shutdown(dctx)
+	// Requests waiting for a decision (Prefer: wait) are answered now with
+	// their pending outcome: the agent may wait again on another replica.
+	if werr := srv.ledger.EndWaits(dctx); werr != nil && err == nil {
+		err = werr
+	}
 	if srv.metrics != nil {
 		srv.metrics.Close()
 	}

@@ -117,6 +117,9 @@ type Executor interface {
 	// ActionDueList reads actions whose deadline passed by Now, in
 	// deadline order (then id), after After when it is set.
 	ActionDueList(ctx context.Context, p *ActionDueListParams) ([]*record.Action, error)
+	// ActionLeftStatus reads which of ids name an action no longer in
+	// status, or no action at all: one set query for many waiters.
+	ActionLeftStatus(ctx context.Context, ids []string, status record.Status) ([]string, error)
 	// ActionCountByStatus counts actions per status, every namespace.
 	ActionCountByStatus(ctx context.Context) (map[record.Status]int64, error)
 	// ActionPrune deletes at most Limit actions (and their entries) in one

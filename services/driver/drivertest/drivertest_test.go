@@ -348,3 +348,21 @@ func TestOutcomeExistsFindsLateResults(t *testing.T) {
 		require.Equal(t, 1, n)
 	})
 }
+
+func TestLeftStatusNamesActionsNoLongerInIt(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		ctx, d := setup(t, st)
+		ex := d.Executor()
+		waiting := newAction(opts{key: "k-wait", status: record.StatusAwaitingApproval})
+		decided := newAction(opts{key: "k-decided", status: record.StatusApproved})
+		require.Equal(t, []bool{true, true}, insert(t, ctx, ex, waiting, decided))
+		missing := driver.NewID()
+		left, err := ex.ActionLeftStatus(ctx, []string{waiting.Next.ID, decided.Next.ID, missing}, record.StatusAwaitingApproval)
+		require.NoError(t, err)
+		require.ElementsMatch(t, []string{decided.Next.ID, missing}, left, "the decided action and the one that is not there")
+		left, err = ex.ActionLeftStatus(ctx, []string{waiting.Next.ID}, record.StatusAwaitingApproval)
+		require.NoError(t, err)
+		require.Empty(t, left)
+	})
+}

@@ -3,6 +3,7 @@ package sqlitedriver
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -277,6 +278,30 @@ func (e *executor) ActionDueList(ctx context.Context, p *driver.ActionDueListPar
 	}
 	q += fmt.Sprintf(` ORDER BY deadline, id LIMIT %d`, p.Limit)
 	return driver.ScanActions(e.r.QueryContext(ctx, q, args...))
+}
+
+// ActionLeftStatus passes the ids as one JSON array: a statement per call,
+// whatever the number of ids.
+func (e *executor) ActionLeftStatus(ctx context.Context, ids []string, status record.Status) ([]string, error) {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := e.r.QueryContext(ctx, `SELECT w.value FROM json_each(?) AS w
+		WHERE NOT EXISTS (SELECT 1 FROM actions a WHERE a.id = w.value AND a.status = ?)`, string(list), string(status))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var left []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		left = append(left, id)
+	}
+	return left, rows.Err()
 }
 
 func (e *executor) ActionCountByStatus(ctx context.Context) (map[record.Status]int64, error) {
