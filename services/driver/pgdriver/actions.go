@@ -52,7 +52,15 @@ func (e *executor) ActionList(ctx context.Context, p *driver.ActionListParams) (
 		}
 		where = append(where, "namespace IN ("+strings.Join(ph, ", ")+")")
 	}
-	if len(p.Statuses) > 0 {
+	switch {
+	case len(p.Statuses) > 0 && !slices.ContainsFunc(p.Statuses, func(s record.Status) bool { return !s.Valid() }):
+		// Spelled as literals, so the plan is made for these statuses: as a
+		// parameter, a prepared statement's generic plan reads the newest
+		// actions by id and filters them, which for a rare status (one in a
+		// thousand or fewer) reads tens of thousands of rows, or all of
+		// them, instead of the status index.
+		where = append(where, "status IN ("+driver.LiteralList(p.Statuses)+")")
+	case len(p.Statuses) > 0:
 		ph := make([]string, len(p.Statuses))
 		for i, s := range p.Statuses {
 			args = append(args, string(s))
