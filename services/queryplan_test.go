@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/arbiter-ledger/arbiter/services/record"
 
@@ -16,9 +17,10 @@ import (
 
 // TestQueryPlansAtScale seeds a million actions (10,000 timed out) on
 // PostgreSQL and checks that the dashboard's queries use indexes: no
-// sequential scan on actions or entries; so does the sweeper's read of due
-// leases. Seeding takes a minute or two on a small machine, so it runs in
-// `make test-scale` (part of .ci/run), not in `make test`.
+// sequential scan on actions or entries; so do the sweeper's read of due
+// leases and retention's batch. Seeding takes a minute or two on a small
+// machine, so it runs in `make test-scale` (part of .ci/run), not in
+// `make test`.
 func TestQueryPlansAtScale(t *testing.T) {
 	t.Parallel()
 	if os.Getenv("ARBITER_TEST_SCALE") != "1" {
@@ -62,8 +64,18 @@ func TestQueryPlansAtScale(t *testing.T) {
 		_, err = l.ActionByKey(ctx, p, "seed", a.Key)
 		require.NoError(t, err)
 		require.NoError(t, l.ReadDueActions(ctx))
+		// Retention's batch, with a horizon before every seeded action:
+		// its plan is captured, nothing is deleted.
+		n, err := l.Prune(ctx, time.Now().Add(-365*24*time.Hour))
+		require.NoError(t, err)
+		require.Zero(t, n)
 	})
 	require.NotEmpty(t, plans)
+	pruned := false
+	for q := range plans {
+		pruned = pruned || strings.Contains(q, "DELETE FROM entries")
+	}
+	require.True(t, pruned, "retention's batch is among the plans")
 	for q, plan := range plans {
 		for _, table := range []string{"actions", "entries"} {
 			require.NotContains(t, plan, "Seq Scan on "+table, "query:\n%s\nplan:\n%s", q, plan)

@@ -227,6 +227,10 @@ type PruneParams struct {
 	Statuses []record.Status
 	Before   time.Time
 	Limit    int
+	// After is where a batch of actions starts (updated_at at or after it;
+	// zero: the oldest). ActionPrune may set it to the newest updated_at it
+	// deleted, for the next batch.
+	After time.Time
 }
 
 // EntryOutcomeExistsParams names an outcome.

@@ -327,6 +327,50 @@ func TestListTriageAndPrune(t *testing.T) {
 	})
 }
 
+// TestPruneInBatches: batches of retention, each starting where the last
+// one ended, take every terminal action past the horizon with its entries,
+// also when a batch ends among actions last changed at the same instant,
+// and leave the rest.
+func TestPruneInBatches(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		ctx, d := setup(t, st)
+		ex := d.Executor()
+		var chs []*driver.Change
+		for i, at := range []time.Duration{0, 0, 0, time.Second, time.Second, 2 * time.Second, 2 * time.Second} {
+			chs = append(chs, newAction(opts{key: fmt.Sprintf("done-%d", i), status: record.StatusSucceeded, at: t0.Add(at)}))
+		}
+		chs = append(chs, newAction(opts{key: "waiting", status: record.StatusTimedOut, at: t0}),
+			newAction(opts{key: "recent", status: record.StatusSucceeded, at: t0.Add(time.Hour)}))
+		insert(t, ctx, ex, chs...)
+
+		p := &driver.PruneParams{Statuses: record.TerminalStatuses, Before: t0.Add(time.Minute), Limit: 2}
+		var total int64
+		for batches := 1; ; batches++ {
+			require.LessOrEqual(t, batches, 10, "batches end")
+			n, err := ex.ActionPrune(ctx, p)
+			require.NoError(t, err)
+			total += n
+			if n < int64(p.Limit) {
+				break
+			}
+		}
+		require.EqualValues(t, 7, total)
+		for _, ch := range chs {
+			_, err := ex.ActionGetByID(ctx, ch.Next.ID)
+			es, lerr := ex.EntryList(ctx, ch.Next.ID)
+			require.NoError(t, lerr)
+			if ch.Next.Key == "waiting" || ch.Next.Key == "recent" {
+				require.NoError(t, err, ch.Next.Key)
+				require.Len(t, es, 1, ch.Next.Key)
+				continue
+			}
+			require.ErrorIs(t, err, driver.ErrNotFound, ch.Next.Key)
+			require.Empty(t, es, "the entries of %s go with it", ch.Next.Key)
+		}
+	})
+}
+
 func TestOutcomeExistsFindsLateResults(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {

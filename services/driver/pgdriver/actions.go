@@ -52,7 +52,15 @@ func (e *executor) ActionList(ctx context.Context, p *driver.ActionListParams) (
 		}
 		where = append(where, "namespace IN ("+strings.Join(ph, ", ")+")")
 	}
-	if len(p.Statuses) > 0 {
+	switch {
+	case len(p.Statuses) > 0 && !slices.ContainsFunc(p.Statuses, func(s record.Status) bool { return !s.Valid() }):
+		// Spelled as literals, so the plan is made for these statuses: as a
+		// parameter, a prepared statement's generic plan reads the newest
+		// actions by id and filters them, which for a rare status (one in a
+		// thousand or fewer) reads tens of thousands of rows, or all of
+		// them, instead of the status index.
+		where = append(where, "status IN ("+driver.LiteralList(p.Statuses)+")")
+	case len(p.Statuses) > 0:
 		ph := make([]string, len(p.Statuses))
 		for i, s := range p.Statuses {
 			args = append(args, string(s))
@@ -474,17 +482,35 @@ func (e *executor) ActionCountByStatus(ctx context.Context) (map[record.Status]i
 	return driver.CountRows[record.Status](rows, err)
 }
 
-// ActionPrune deletes one batch; the condition is checked again on delete,
-// so an action a decision moved out of a terminal status meanwhile stays.
+// ActionPrune deletes one batch, oldest first, with the entries of its
+// actions in one statement rather than through the foreign key's cascade,
+// one action at a time. The batch is locked (FOR UPDATE) as it is chosen, so
+// an action a decision moved out of a terminal status meanwhile is not in
+// it, and none leaves the batch before the delete. It starts at p.After
+// and sets p.After to the newest updated_at it deleted: with autovacuum
+// behind, the index still lists the batches already deleted, and a scan
+// from the start would read them all again on every batch.
 func (e *executor) ActionPrune(ctx context.Context, p *driver.PruneParams) (int64, error) {
-	in := driver.LiteralList(p.Statuses)
-	res, err := e.q.ExecContext(ctx, fmt.Sprintf(`DELETE FROM actions WHERE id IN (SELECT id FROM actions
-		WHERE status IN (%s) AND updated_at < $1 ORDER BY updated_at LIMIT %d)
-		AND status IN (%s) AND updated_at < $1`, in, p.Limit, in), p.Before.UTC())
+	var after any
+	if !p.After.IsZero() {
+		after = p.After.UTC()
+	}
+	var n int64
+	var last *time.Time
+	err := e.q.QueryRowContext(ctx, fmt.Sprintf(`WITH batch AS (SELECT id, updated_at FROM actions
+		WHERE status IN (%s) AND updated_at < $1 AND updated_at >= COALESCE($2::timestamptz, '-infinity')
+		ORDER BY updated_at LIMIT %d FOR UPDATE),
+	gone_entries AS (DELETE FROM entries WHERE action_id = ANY (ARRAY(SELECT id FROM batch))),
+	gone AS (DELETE FROM actions WHERE id = ANY (ARRAY(SELECT id FROM batch)) RETURNING updated_at)
+	SELECT count(*), max(updated_at) FROM gone`, driver.LiteralList(p.Statuses), p.Limit),
+		p.Before.UTC(), after).Scan(&n, &last)
 	if err != nil {
 		return 0, err
 	}
-	return res.RowsAffected()
+	if last != nil {
+		p.After = *last
+	}
+	return n, nil
 }
 
 func (e *executor) EntryList(ctx context.Context, actionID string) ([]*record.Entry, error) {

@@ -10,7 +10,7 @@ import (
 )
 
 // queryTracer records the reads a PostgreSQL store runs while capturing is
-// on, so a test can EXPLAIN exactly the SQL the services send. Off, it costs
+// on (and statements with a WITH clause, such as retention's batch), so a test can EXPLAIN exactly the SQL the services send. Off, it costs
 // one atomic load per query.
 type queryTracer struct {
 	on      atomic.Bool
@@ -24,7 +24,7 @@ type tracedQuery struct {
 }
 
 func (t *queryTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if t.on.Load() && strings.HasPrefix(strings.TrimSpace(strings.ToUpper(d.SQL)), "SELECT") {
+	if sql := strings.TrimSpace(strings.ToUpper(d.SQL)); t.on.Load() && (strings.HasPrefix(sql, "SELECT") || strings.HasPrefix(sql, "WITH")) {
 		t.mu.Lock()
 		t.queries = append(t.queries, tracedQuery{sql: d.SQL, args: d.Args})
 		t.mu.Unlock()
