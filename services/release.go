@@ -25,8 +25,9 @@ type Released struct {
 // (not found where it belongs, a second entry for one action, a change that
 // needs a transaction, or a lost race) is answered alone, as
 // SubmitExisting would. With a single writer every entry is sent alone, side
-// by side, and the writer's group commit puts them together. The error is returned only when the database
-// fails; it then answers every entry.
+// by side (those for one action in turn), and the writer's group commit
+// puts them together. The error is returned only when the database fails;
+// it then answers every entry.
 func (l *Ledger) SubmitExistingMany(ctx context.Context, items []Released) ([]EntryResult, error) {
 	out := make([]EntryResult, len(items))
 	alone := func(i int) error {
@@ -36,11 +37,24 @@ func (l *Ledger) SubmitExistingMany(ctx context.Context, items []Released) ([]En
 	}
 	if l.singleWriter {
 		// The single writer already shares its transactions among the
-		// entries sent side by side: send them so.
+		// entries sent side by side: send them so, those for one action
+		// one after another, in the order given.
+		byAction := map[string][]int{}
+		var order []string
+		for i, it := range items {
+			if _, ok := byAction[it.ActionID]; !ok {
+				order = append(order, it.ActionID)
+			}
+			byAction[it.ActionID] = append(byAction[it.ActionID], i)
+		}
 		errs := make([]error, len(items))
 		var wg sync.WaitGroup
-		for i := range items {
-			wg.Go(func() { errs[i] = alone(i) })
+		for _, id := range order {
+			wg.Go(func() {
+				for _, i := range byAction[id] {
+					errs[i] = alone(i)
+				}
+			})
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
