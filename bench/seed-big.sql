@@ -4,7 +4,8 @@
 --
 --   psql "$DB_URL" -v actions=10000000 -f bench/seed-big.sql
 --
--- It adds :actions actions (default 10 million) in 20 namespaces (big-00 to
+-- It adds :actions actions (default 10 million; on a ledger it seeded
+-- before, numbered after the last one there) in 20 namespaces (big-00 to
 -- big-19, keys unique in each) created over the last 90 days, oldest first,
 -- with time-ordered ids as the ledger's UUIDv7 are, and 3 to 7 entries each
 -- (5 on average) with their seq and the action's entry_seq. Statuses: about
@@ -58,9 +59,8 @@ DECLARE
 	lo bigint := 1;
 	t0 timestamptz;
 BEGIN
-	IF base > 0 THEN
-		RAISE EXCEPTION 'seed-big: this database already has a big ledger';
-	END IF;
+	-- On a ledger seeded before, the new actions' numbers (and keys)
+	-- follow the highest one there.
 	WHILE lo <= n LOOP
 		t0 := clock_timestamp();
 		-- One row per action; h picks the status, k (3 to 7) the entries.
@@ -79,9 +79,9 @@ BEGIN
 			CASE WHEN st = 'awaiting_approval' THEN jsonb_build_object('required', 1, 'approvals', '[]'::jsonb,
 				'expires_at', c + interval '7 days', 'escalate_at', NULL, 'policies', '[]'::jsonb, 'rejection', NULL) END,
 			NULL
-		FROM (SELECT g, start + span * ((g - 1)::float8 / n) AS c, (3 + g % 5)::int AS k,
+		FROM (SELECT g, start + span * ((g - base - 1)::float8 / n) AS c, (3 + g % 5)::int AS k,
 			CASE WHEN h < 10 THEN 'timed_out'
-				WHEN h < 15 AND g > n * 0.98 THEN 'awaiting_approval'
+				WHEN h < 15 AND g - base > n * 0.98 THEN 'awaiting_approval'
 				WHEN h = 15 THEN 'retry_requested'
 				WHEN h = 16 THEN 'compensation_requested'
 				WHEN h < 517 THEN 'failed'
@@ -90,7 +90,7 @@ BEGIN
 				WHEN h < 817 THEN 'abandoned'
 				WHEN h < 867 THEN 'denied'
 				ELSE 'succeeded' END AS st
-			FROM (SELECT g, (g * 7919) % 10000 AS h FROM generate_series(lo, least(lo + chunk - 1, n)) AS g) AS x) AS a;
+			FROM (SELECT g, (g * 7919) % 10000 AS h FROM generate_series(base + lo, base + least(lo + chunk - 1, n)) AS g) AS x) AS a;
 
 		-- Entries: the intent first, heartbeats or notes, the outcome last
 		-- (none for an action still awaiting approval, whose last is a note).
@@ -120,9 +120,9 @@ BEGIN
 				WHEN s = 2 AND g % 5000 = 0 THEN 'key_reused'
 				WHEN s = 2 AND g % 20000 = 1 THEN 'stale_outcome'
 				WHEN s % 2 = 0 THEN 'heartbeat' ELSE 'note' END AS ty
-			FROM (SELECT g, start + span * ((g - 1)::float8 / n) AS c, (3 + g % 5)::int AS k,
+			FROM (SELECT g, start + span * ((g - base - 1)::float8 / n) AS c, (3 + g % 5)::int AS k,
 				CASE WHEN h < 10 THEN 'timed_out'
-					WHEN h < 15 AND g > n * 0.98 THEN 'awaiting_approval'
+					WHEN h < 15 AND g - base > n * 0.98 THEN 'awaiting_approval'
 					WHEN h = 15 THEN 'retry_requested'
 					WHEN h = 16 THEN 'compensation_requested'
 					WHEN h < 517 THEN 'failed'
@@ -131,7 +131,7 @@ BEGIN
 					WHEN h < 817 THEN 'abandoned'
 					WHEN h < 867 THEN 'denied'
 					ELSE 'succeeded' END AS st
-				FROM (SELECT g, (g * 7919) % 10000 AS h FROM generate_series(lo, least(lo + chunk - 1, n)) AS g) AS x) AS a,
+				FROM (SELECT g, (g * 7919) % 10000 AS h FROM generate_series(base + lo, base + least(lo + chunk - 1, n)) AS g) AS x) AS a,
 				generate_series(1, a.k) AS s) AS e;
 		COMMIT;
 		RAISE NOTICE 'seed-big: actions % to % in %', lo, least(lo + chunk - 1, n), clock_timestamp() - t0;
