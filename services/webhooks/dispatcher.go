@@ -80,7 +80,7 @@ func NewDispatcher(st *services.Store, log *slog.Logger, policy AddressPolicy) *
 		st: st, log: log, now: services.Now,
 		client: &http.Client{Transport: transport, Timeout: SendTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		DisableAfter: 5 * 24 * time.Hour, Workers: 64, PerEndpoint: 16, Poll: time.Second, Lease: time.Minute,
+		DisableAfter: 5 * 24 * time.Hour, Workers: 128, PerEndpoint: 32, Poll: time.Second, Lease: time.Minute,
 		schedule: RetrySchedule,
 		wake:     make(chan struct{}, 1), inflight: map[string]int{}, waiting: map[string][]due{}, slotFree: make(chan struct{}, 1),
 	}
