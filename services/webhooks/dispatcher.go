@@ -236,14 +236,23 @@ func (d *Dispatcher) startLocked(ctx context.Context, wg *sync.WaitGroup, rec ch
 
 // sendQueue sends c, then its endpoint's next waiting deliveries while
 // there are any, in this slot. Once ctx ends it sends no more: what still
-// waits is released by Run.
+// waits is released by Run. After an attempt that disables the endpoint,
+// nothing more is sent to it.
 func (d *Dispatcher) sendQueue(ctx context.Context, rec chan<- *attempt, c due) {
 	sctx := context.WithoutCancel(ctx)
 	ep := c.EndpointID
 	for {
-		rec <- d.send(sctx, c)
+		a := d.send(sctx, c)
+		rec <- a
 		var stale []due
 		d.mu.Lock()
+		if a.p.Endpoint == driver.EndpointDisable {
+			// The endpoint is off: what waits for it is not sent, and stays
+			// claimed (released now, it could be claimed again before the
+			// disabling is recorded) until its lease passes.
+			d.queued -= len(d.waiting[ep])
+			delete(d.waiting, ep)
+		}
 		next, ok := due{}, false
 		// The slot goes on with its endpoint's queue unless every slot is
 		// taken and other endpoints wait: then it is handed out again.
@@ -304,9 +313,8 @@ func (d *Dispatcher) release(ctx context.Context, ds []due) {
 
 // claim leases up to limit due deliveries of enabled endpoints, oldest
 // first and at most PerEndpoint × prefetch − busy[endpoint] of each
-// endpoint, and
-// returns what sending them needs. Other dispatchers skip the rows it locks
-// and, once it commits, the lease.
+// endpoint, and returns what sending them needs. Other dispatchers skip
+// the rows it locks and, once it commits, the lease.
 func (d *Dispatcher) claim(ctx context.Context, limit int, busy map[string]int) ([]due, error) {
 	now := d.now()
 	// Once claimed, the deliveries are sent even if ctx ends now: the claim
