@@ -157,10 +157,6 @@ type Executor interface {
 	// one statement or transaction: the same effects as recording each in
 	// turn.
 	DeliveryRecordAttempts(ctx context.Context, ps []*DeliveryRecordAttemptParams) error
-	// DeliveryRelease ends the leases of claimed deliveries that were not
-	// sent (ids[i] under claims[i]), so that any dispatcher may take them
-	// at once.
-	DeliveryRelease(ctx context.Context, ids, claims []string) error
 	// DeliveryQueueStats counts pending deliveries of enabled endpoints and
 	// finds the oldest one's creation.
 	DeliveryQueueStats(ctx context.Context) (int64, *time.Time, error)

@@ -56,10 +56,8 @@ type Dispatcher struct {
 
 	wake     chan struct{}
 	mu       sync.Mutex
-	inflight map[string]int   // sends per endpoint
-	total    int              // sends
-	waiting  map[string][]due // claimed, not yet sent, per endpoint, oldest first
-	queued   int              // in waiting
+	inflight map[string]int // per endpoint
+	total    int
 	slotFree chan struct{}
 }
 
@@ -82,7 +80,7 @@ func NewDispatcher(st *services.Store, log *slog.Logger, policy AddressPolicy) *
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		DisableAfter: 5 * 24 * time.Hour, Workers: 128, PerEndpoint: 32, Poll: time.Second, Lease: time.Minute,
 		schedule: RetrySchedule,
-		wake:     make(chan struct{}, 1), inflight: map[string]int{}, waiting: map[string][]due{}, slotFree: make(chan struct{}, 1),
+		wake:     make(chan struct{}, 1), inflight: map[string]int{}, slotFree: make(chan struct{}, 1),
 	}
 }
 
@@ -107,17 +105,6 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		wg.Wait()
 		close(rec)
 		<-recorded
-		// Deliveries claimed and not sent go back at once, not when their
-		// lease passes.
-		d.mu.Lock()
-		var left []due
-		for ep, q := range d.waiting {
-			left = append(left, q...)
-			delete(d.waiting, ep)
-		}
-		d.queued = 0
-		d.mu.Unlock()
-		d.release(context.WithoutCancel(ctx), left)
 	}()
 	if t, ok := d.client.Transport.(*http.Transport); ok {
 		// Keep a connection for every send that may be in flight, even
@@ -156,47 +143,35 @@ func (d *Dispatcher) Run(ctx context.Context) {
 // deliveries for their slots.
 const claimGather = 2 * time.Millisecond
 
-// recordQueue bounds the attempts sent and waiting to be recorded; a send
-// that finds it full waits in its slot. recordBatch bounds the attempts
-// recorded in one statement.
+// recordQueue bounds the attempts sent and waiting to be recorded (no
+// more than the workers can be); recordBatch bounds the attempts recorded
+// in one statement.
 const (
 	recordQueue = 1024
 	recordBatch = 512
 )
 
-// prefetch is how many sends' worth of deliveries the dispatcher keeps
-// claimed per slot: an endpoint's next deliveries wait in memory while its
-// sends are in flight, so a send that ends starts the next at once instead
-// of waiting for a claim's round trip, and one claim fills many slots.
-const prefetch = 4
-
 // due is a claimed delivery with the secrets to sign it with.
 type due struct {
 	*driver.ClaimedDelivery
 	claim   string
-	until   time.Time // the claim's lease
 	secrets []string
 }
 
-// dispatch claims due deliveries for the free slots and the room in the
-// endpoints' queues (prefetch per slot), never more of an endpoint than
-// its room, and starts sending what slots allow. It reports whether it
-// filled all the room it had.
+// dispatch claims as many due deliveries as there are free slots, never
+// more of an endpoint than it has free, and starts sending them. It reports
+// whether it filled every free slot.
 func (d *Dispatcher) dispatch(ctx context.Context, wg *sync.WaitGroup, rec chan<- *attempt) (bool, error) {
 	d.mu.Lock()
-	free := d.Workers*prefetch - d.total - d.queued
-	// Endpoints whose queue is full get nothing: their backlog would
-	// otherwise fill every claim and hold up everyone else's alerts. Only
-	// this loop adds to the queues, so the room counted here can only grow
-	// before the claimed deliveries are queued.
-	busy := make(map[string]int, len(d.inflight)+len(d.waiting))
+	free := d.Workers - d.total
+	// Endpoints at their bound get nothing: their backlog would otherwise
+	// fill every claim and hold up everyone else's alerts. Only this loop
+	// adds to inflight, so the slots counted here can only grow before the
+	// claimed deliveries are started.
+	busy := make(map[string]int, len(d.inflight))
 	for ep, n := range d.inflight {
 		busy[ep] = n
 	}
-	for ep, q := range d.waiting {
-		busy[ep] += len(q)
-	}
-	d.startLocked(ctx, wg, rec)
 	d.mu.Unlock()
 	if free <= 0 {
 		return false, nil
@@ -207,114 +182,37 @@ func (d *Dispatcher) dispatch(ctx context.Context, wg *sync.WaitGroup, rec chan<
 	}
 	d.mu.Lock()
 	for _, c := range claimed {
-		d.waiting[c.EndpointID] = append(d.waiting[c.EndpointID], c)
-		d.queued++
+		d.inflight[c.EndpointID]++
+		d.total++
 	}
-	d.startLocked(ctx, wg, rec)
 	d.mu.Unlock()
+	for _, c := range claimed {
+		wg.Go(func() {
+			a := d.send(context.WithoutCancel(ctx), c)
+			// The slot stays taken until the attempt is recorded: until
+			// then the delivery is still leased.
+			a.done = make(chan struct{})
+			rec <- a
+			<-a.done
+			d.mu.Lock()
+			if d.inflight[c.EndpointID]--; d.inflight[c.EndpointID] <= 0 {
+				delete(d.inflight, c.EndpointID)
+			}
+			d.total--
+			d.mu.Unlock()
+			select {
+			case d.slotFree <- struct{}{}:
+			default:
+			}
+		})
+	}
 	return len(claimed) == free, nil
 }
 
-// startLocked starts sending waiting deliveries in the free slots.
-func (d *Dispatcher) startLocked(ctx context.Context, wg *sync.WaitGroup, rec chan<- *attempt) {
-	for ep, q := range d.waiting {
-		for len(q) > 0 && d.total < d.Workers && d.inflight[ep] < d.PerEndpoint {
-			c := q[0]
-			q = q[1:]
-			d.queued--
-			d.inflight[ep]++
-			d.total++
-			wg.Go(func() { d.sendQueue(ctx, rec, c) })
-		}
-		if len(q) == 0 {
-			delete(d.waiting, ep)
-		} else {
-			d.waiting[ep] = q
-		}
-	}
-}
-
-// sendQueue sends c, then its endpoint's next waiting deliveries while
-// there are any, in this slot. Once ctx ends it sends no more: what still
-// waits is released by Run. After an attempt that disables the endpoint,
-// nothing more is sent to it.
-func (d *Dispatcher) sendQueue(ctx context.Context, rec chan<- *attempt, c due) {
-	sctx := context.WithoutCancel(ctx)
-	ep := c.EndpointID
-	for {
-		a := d.send(sctx, c)
-		rec <- a
-		var stale []due
-		d.mu.Lock()
-		if a.p.Endpoint == driver.EndpointDisable {
-			// The endpoint is off: what waits for it is not sent, and stays
-			// claimed (released now, it could be claimed again before the
-			// disabling is recorded) until its lease passes.
-			d.queued -= len(d.waiting[ep])
-			delete(d.waiting, ep)
-		}
-		next, ok := due{}, false
-		// The slot goes on with its endpoint's queue unless every slot is
-		// taken and other endpoints wait: then it is handed out again.
-		mine := d.total < d.Workers || len(d.waiting) <= 1
-		for q := d.waiting[ep]; len(q) > 0 && mine && ctx.Err() == nil; {
-			next, q = q[0], q[1:]
-			d.queued--
-			if len(q) == 0 {
-				delete(d.waiting, ep)
-			} else {
-				d.waiting[ep] = q
-			}
-			// A delivery whose lease would pass before its send could time
-			// out goes back: another dispatcher might take it meanwhile.
-			if d.now().Add(SendTimeout + leaseMargin).After(next.until) {
-				stale = append(stale, next)
-				continue
-			}
-			ok = true
-			break
-		}
-		if !ok {
-			if d.inflight[ep]--; d.inflight[ep] <= 0 {
-				delete(d.inflight, ep)
-			}
-			d.total--
-		}
-		d.mu.Unlock()
-		d.release(sctx, stale)
-		select {
-		case d.slotFree <- struct{}{}:
-		default:
-		}
-		if !ok {
-			return
-		}
-		c = next
-	}
-}
-
-// leaseMargin is the least time a claim must have left beyond a send's
-// timeout for the delivery to be sent under it.
-const leaseMargin = 5 * time.Second
-
-// release ends the claims of deliveries that were not sent.
-func (d *Dispatcher) release(ctx context.Context, ds []due) {
-	if len(ds) == 0 {
-		return
-	}
-	ids, claims := make([]string, len(ds)), make([]string, len(ds))
-	for i, c := range ds {
-		ids[i], claims[i] = c.ID, c.claim
-	}
-	if err := d.st.Executor().DeliveryRelease(ctx, ids, claims); err != nil {
-		d.log.Error("webhooks: release deliveries", "deliveries", len(ids), "err", services.DBError("webhooks: release deliveries", err))
-	}
-}
-
 // claim leases up to limit due deliveries of enabled endpoints, oldest
-// first and at most PerEndpoint × prefetch − busy[endpoint] of each
-// endpoint, and returns what sending them needs. Other dispatchers skip
-// the rows it locks and, once it commits, the lease.
+// first and at most PerEndpoint − busy[endpoint] of each endpoint, and
+// returns what sending them needs. Other dispatchers skip the rows it locks
+// and, once it commits, the lease.
 func (d *Dispatcher) claim(ctx context.Context, limit int, busy map[string]int) ([]due, error) {
 	now := d.now()
 	// Once claimed, the deliveries are sent even if ctx ends now: the claim
@@ -322,15 +220,14 @@ func (d *Dispatcher) claim(ctx context.Context, limit int, busy map[string]int) 
 	// deliveries for a whole lease.
 	ctx = context.WithoutCancel(ctx)
 	token := uuid.NewString()
-	until := now.Add(d.Lease)
 	claimed, err := d.st.Executor().DeliveryClaim(ctx, &driver.DeliveryClaimParams{Token: token, Now: now,
-		Until: until, Limit: limit, PerEndpoint: d.PerEndpoint * prefetch, Busy: busy})
+		Until: now.Add(d.Lease), Limit: limit, PerEndpoint: d.PerEndpoint, Busy: busy})
 	if err != nil {
 		return nil, services.DBError("webhooks: claim deliveries", err)
 	}
 	out := make([]due, 0, len(claimed))
 	for _, c := range claimed {
-		dc := due{ClaimedDelivery: c, claim: token, until: until}
+		dc := due{ClaimedDelivery: c, claim: token}
 		dc.secrets = []string{c.Secret}
 		if c.PreviousSecret != nil && c.PreviousSecretUntil != nil && c.PreviousSecretUntil.After(now) {
 			dc.secrets = append(dc.secrets, *c.PreviousSecret)
@@ -350,8 +247,6 @@ type sendResult struct {
 }
 
 // send sends a claimed delivery once and returns the attempt to record.
-// The slot is free once the receiver answered: the delivery stays claimed
-// until its attempt is recorded, so no claim takes it meanwhile.
 func (d *Dispatcher) send(ctx context.Context, c due) *attempt {
 	body, err := d.body(c)
 	var res sendResult
@@ -427,6 +322,7 @@ type attempt struct {
 	p       *driver.DeliveryRecordAttemptParams
 	result  string // for OnResult
 	latency time.Duration
+	done    chan struct{} // closed once recorded (or failed to be)
 }
 
 // recordLoop records the attempts that rec brings, as many as have arrived
@@ -465,6 +361,7 @@ func (d *Dispatcher) recordLoop(ctx context.Context, rec <-chan *attempt) {
 			if d.OnResult != nil {
 				d.OnResult(a.result, a.latency)
 			}
+			close(a.done)
 		}
 	}
 }

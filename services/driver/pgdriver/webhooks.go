@@ -114,15 +114,6 @@ func (e *executor) DeliveryRecordAttempts(ctx context.Context, ps []*driver.Deli
 	return err
 }
 
-func (e *executor) DeliveryRelease(ctx context.Context, ids, claims []string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	_, err := e.q.ExecContext(ctx, `UPDATE webhook_deliveries d SET claim = NULL, claimed_until = NULL
-		FROM unnest($1::uuid[], $2::uuid[]) AS r (id, claim) WHERE d.id = r.id AND d.claim = r.claim`, ids, claims)
-	return err
-}
-
 func (e *executor) DeliveryQueueStats(ctx context.Context) (int64, *time.Time, error) {
 	var n int64
 	var oldest sql.NullTime

@@ -135,21 +135,6 @@ func recordAttempt(ctx context.Context, q querier, p *driver.DeliveryRecordAttem
 	return err
 }
 
-func (e *executor) DeliveryRelease(ctx context.Context, ids, claims []string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	return e.inTx(ctx, func(q querier) error {
-		for i, id := range ids {
-			if _, err := q.ExecContext(ctx, `UPDATE webhook_deliveries SET claim = NULL, claimed_until = NULL
-				WHERE id = ? AND claim = ?`, id, claims[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
 // DeliveryQueueStats: min() of a datetime column comes back as text.
 func (e *executor) DeliveryQueueStats(ctx context.Context) (int64, *time.Time, error) {
 	var n int64
