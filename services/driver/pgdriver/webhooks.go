@@ -47,11 +47,16 @@ func (e *executor) DeliveryClaim(ctx context.Context, p *driver.DeliveryClaimPar
 // sent. A delivery deleted meanwhile (with its endpoint) keeps nothing. Each
 // endpoint is written at most once (a statement cannot change a row twice),
 // with what its attempts do in turn (driver.EndpointNets), and only when
-// that changes it.
+// that changes it. The statement commits without waiting for the WAL to
+// reach the disk (synchronous_commit off for its transaction only): an
+// attempt lost with the last moments before a database crash leaves its
+// delivery leased, and it is sent again when the lease passes, which
+// at-least-once allows.
 const recordAttempts = `WITH r AS (
 		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::timestamptz[], $5::int[], $6::int[], $7::text[],
 			$8::text[], $9::text[], $10::int[], $11::timestamptz[])
-			AS r (attempt_id, delivery_id, claim, at, status_code, latency_ms, excerpt, error, state, attempts, next_at)),
+			AS r (attempt_id, delivery_id, claim, at, status_code, latency_ms, excerpt, error, state, attempts, next_at)
+		WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL),
 	attempt AS (INSERT INTO webhook_attempts (id, delivery_id, attempted_at, status_code, latency_ms, response_excerpt, error)
 		SELECT r.attempt_id, r.delivery_id, r.at, r.status_code, r.latency_ms, r.excerpt, r.error FROM r
 		WHERE EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.id = r.delivery_id)),
