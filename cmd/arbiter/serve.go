@@ -31,6 +31,7 @@ type serveCmd struct {
 	DrainTimeout        time.Duration `name:"drain-timeout" env:"ARBITER_DRAIN_TIMEOUT" default:"30s" help:"How long in-flight requests may finish after SIGTERM."`
 	PublicURL           string        `name:"public-url" env:"ARBITER_PUBLIC_URL" help:"Where people reach the dashboard (e.g. https://arbiter.example.com); https makes session cookies Secure."`
 	WebhookAllowPrivate bool          `name:"webhook-allow-private" env:"ARBITER_WEBHOOK_ALLOW_PRIVATE" help:"Let webhooks reach loopback, private and link-local addresses (tests, on-premises receivers)."`
+	WebhookConcurrency  int           `name:"webhook-concurrency" env:"ARBITER_WEBHOOK_CONCURRENCY" default:"32" help:"Webhook requests in flight to one endpoint at most."`
 	WebhookDisableAfter time.Duration `name:"webhook-disable-after" env:"ARBITER_WEBHOOK_DISABLE_AFTER" default:"120h" help:"Disable a webhook endpoint that has failed without a success for this long."`
 	SessionIdle         time.Duration `name:"session-idle-timeout" env:"ARBITER_SESSION_IDLE_TIMEOUT" default:"8h" help:"Dashboard sessions end after this long without a request."`
 	SessionAbsolute     time.Duration `name:"session-absolute-timeout" env:"ARBITER_SESSION_ABSOLUTE_TIMEOUT" default:"168h" help:"Dashboard sessions end this long after sign-in, whatever happens."`
@@ -71,6 +72,9 @@ func (s *serveCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
 func (s *serveCmd) validate() error {
 	if s.SweepInterval <= 0 {
 		return fmt.Errorf("--sweep-interval must be positive, got %s", s.SweepInterval)
+	}
+	if s.WebhookConcurrency < 0 {
+		return fmt.Errorf("--webhook-concurrency must be positive, got %d", s.WebhookConcurrency)
 	}
 	if s.Retention < 0 {
 		return fmt.Errorf("--retention must not be negative, got %s", s.Retention)
@@ -154,6 +158,10 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 	hooks := webhooks.New(st, policy)
 	dispatcher := webhooks.NewDispatcher(st, log, policy)
 	dispatcher.PublicURL, dispatcher.DisableAfter, dispatcher.OnResult = s.PublicURL, s.WebhookDisableAfter, metrics.ObserveDelivery
+	if s.WebhookConcurrency > 0 {
+		dispatcher.PerEndpoint = s.WebhookConcurrency
+		dispatcher.Workers = max(dispatcher.Workers, 4*s.WebhookConcurrency)
+	}
 	ledger.OnAlert(dispatcher.Wake)
 	hooks.OnQueued(dispatcher.Wake)
 	metrics.WatchQueue(dispatcher.Queue)

@@ -156,6 +156,10 @@ type Executor interface {
 	// updates its endpoint's failure streak, in one statement or
 	// transaction.
 	DeliveryRecordAttempt(ctx context.Context, p *DeliveryRecordAttemptParams) error
+	// DeliveryRecordAttempts records many attempts, in the order given, in
+	// one statement or transaction: the same effects as recording each in
+	// turn.
+	DeliveryRecordAttempts(ctx context.Context, ps []*DeliveryRecordAttemptParams) error
 	// DeliveryQueueStats counts pending deliveries of enabled endpoints and
 	// finds the oldest one's creation.
 	DeliveryQueueStats(ctx context.Context) (int64, *time.Time, error)
@@ -309,6 +313,47 @@ type DeliveryRecordAttemptParams struct {
 	EndpointID  string
 	Endpoint    EndpointChange
 	DisableWhy  string
+}
+
+// EndpointNet is what a run of attempts, applied in order, does to one
+// endpoint: Reset when one of them succeeded (the failure streak is then
+// FailingSince, nil when nothing failed after the last success); otherwise
+// a streak starts at FailingSince unless one is running. DisableWhy, when
+// not empty, disables the endpoint at DisableAt.
+type EndpointNet struct {
+	EndpointID   string
+	Reset        bool
+	FailingSince *time.Time
+	DisableWhy   string
+	DisableAt    time.Time
+}
+
+// EndpointNets folds the endpoint changes of attempts, in their order, into
+// one change per endpoint (in the order the endpoints first appear), so that
+// a batch can write each endpoint once.
+func EndpointNets(ps []*DeliveryRecordAttemptParams) []*EndpointNet {
+	var out []*EndpointNet
+	by := map[string]*EndpointNet{}
+	for _, p := range ps {
+		n := by[p.EndpointID]
+		if n == nil {
+			n = &EndpointNet{EndpointID: p.EndpointID}
+			by[p.EndpointID] = n
+			out = append(out, n)
+		}
+		switch p.Endpoint {
+		case EndpointSucceeded:
+			n.Reset, n.FailingSince = true, nil
+		case EndpointDisable:
+			n.DisableWhy, n.DisableAt = p.DisableWhy, p.Now
+		default:
+			if n.FailingSince == nil {
+				at := p.Now
+				n.FailingSince = &at
+			}
+		}
+	}
+	return out
 }
 
 // SeedParams describes a synthetic ledger: Actions actions in namespace

@@ -78,7 +78,7 @@ func NewDispatcher(st *services.Store, log *slog.Logger, policy AddressPolicy) *
 		st: st, log: log, now: services.Now,
 		client: &http.Client{Transport: transport, Timeout: SendTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		DisableAfter: 5 * 24 * time.Hour, Workers: 64, PerEndpoint: 16, Poll: time.Second, Lease: time.Minute,
+		DisableAfter: 5 * 24 * time.Hour, Workers: 128, PerEndpoint: 32, Poll: time.Second, Lease: time.Minute,
 		schedule: RetrySchedule,
 		wake:     make(chan struct{}, 1), inflight: map[string]int{}, slotFree: make(chan struct{}, 1),
 	}
@@ -95,7 +95,17 @@ func (d *Dispatcher) Wake() {
 // Run dispatches until ctx ends, then waits for sends in flight.
 func (d *Dispatcher) Run(ctx context.Context) {
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	rec := make(chan *attempt, recordQueue)
+	recorded := make(chan struct{})
+	go func() {
+		defer close(recorded)
+		d.recordLoop(context.WithoutCancel(ctx), rec)
+	}()
+	defer func() {
+		wg.Wait()
+		close(rec)
+		<-recorded
+	}()
 	if t, ok := d.client.Transport.(*http.Transport); ok {
 		// Keep a connection for every send that may be in flight, even
 		// when several endpoints share a host.
@@ -104,7 +114,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	t := time.NewTicker(d.Poll)
 	defer t.Stop()
 	for {
-		full, err := d.dispatch(ctx, &wg)
+		full, err := d.dispatch(ctx, &wg, rec)
 		if err != nil && ctx.Err() == nil {
 			d.log.Error("webhooks: dispatch failed", "err", err)
 		}
@@ -133,6 +143,14 @@ func (d *Dispatcher) Run(ctx context.Context) {
 // deliveries for their slots.
 const claimGather = 2 * time.Millisecond
 
+// recordQueue bounds the attempts sent and waiting to be recorded (no
+// more than the workers can be); recordBatch bounds the attempts recorded
+// in one statement.
+const (
+	recordQueue = 1024
+	recordBatch = 512
+)
+
 // due is a claimed delivery with the secrets to sign it with.
 type due struct {
 	*driver.ClaimedDelivery
@@ -143,7 +161,7 @@ type due struct {
 // dispatch claims as many due deliveries as there are free slots, never
 // more of an endpoint than it has free, and starts sending them. It reports
 // whether it filled every free slot.
-func (d *Dispatcher) dispatch(ctx context.Context, wg *sync.WaitGroup) (bool, error) {
+func (d *Dispatcher) dispatch(ctx context.Context, wg *sync.WaitGroup, rec chan<- *attempt) (bool, error) {
 	d.mu.Lock()
 	free := d.Workers - d.total
 	// Endpoints at their bound get nothing: their backlog would otherwise
@@ -170,7 +188,12 @@ func (d *Dispatcher) dispatch(ctx context.Context, wg *sync.WaitGroup) (bool, er
 	d.mu.Unlock()
 	for _, c := range claimed {
 		wg.Go(func() {
-			d.send(context.WithoutCancel(ctx), c)
+			a := d.send(context.WithoutCancel(ctx), c)
+			// The slot stays taken until the attempt is recorded: until
+			// then the delivery is still leased.
+			a.done = make(chan struct{})
+			rec <- a
+			<-a.done
 			d.mu.Lock()
 			if d.inflight[c.EndpointID]--; d.inflight[c.EndpointID] <= 0 {
 				delete(d.inflight, c.EndpointID)
@@ -223,7 +246,8 @@ type sendResult struct {
 	retryAfter time.Duration
 }
 
-func (d *Dispatcher) send(ctx context.Context, c due) {
+// send sends a claimed delivery once and returns the attempt to record.
+func (d *Dispatcher) send(ctx context.Context, c due) *attempt {
 	body, err := d.body(c)
 	var res sendResult
 	if err != nil {
@@ -231,9 +255,7 @@ func (d *Dispatcher) send(ctx context.Context, c due) {
 	} else {
 		res = d.post(ctx, c, body)
 	}
-	if err := d.record(ctx, c, res); err != nil {
-		d.log.Error("webhooks: record attempt", "delivery", c.ID, "err", err)
-	}
+	return d.attempt(c, res)
 }
 
 func (d *Dispatcher) body(c due) ([]byte, error) {
@@ -295,10 +317,59 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// record keeps the attempt and moves the delivery on: done, retried later,
-// or failed; a 410 Gone or a failure streak longer than DisableAfter
-// disables the endpoint.
-func (d *Dispatcher) record(ctx context.Context, c due, r sendResult) error {
+// attempt is a finished send waiting to be recorded.
+type attempt struct {
+	p       *driver.DeliveryRecordAttemptParams
+	result  string // for OnResult
+	latency time.Duration
+	done    chan struct{} // closed once recorded (or failed to be)
+}
+
+// recordLoop records the attempts that rec brings, as many as have arrived
+// in one statement (those that arrive while one is written go in the
+// next), until rec is closed. An attempt that fails to be recorded leaves
+// its delivery claimed: it is sent again when its lease passes, as after a
+// crash.
+func (d *Dispatcher) recordLoop(ctx context.Context, rec <-chan *attempt) {
+	batch := make([]*attempt, 0, recordBatch)
+	ps := make([]*driver.DeliveryRecordAttemptParams, 0, recordBatch)
+	for a := range rec {
+		batch = append(batch[:0], a)
+	more:
+		for len(batch) < recordBatch {
+			select {
+			case a, ok := <-rec:
+				if !ok {
+					break more
+				}
+				batch = append(batch, a)
+			default:
+				break more
+			}
+		}
+		ps = ps[:0]
+		for _, a := range batch {
+			ps = append(ps, a.p)
+		}
+		if err := d.st.Executor().DeliveryRecordAttempts(ctx, ps); err != nil {
+			d.log.Error("webhooks: record attempts", "deliveries", len(ps), "err", services.DBError("webhooks: record attempts", err))
+		}
+		for _, a := range batch {
+			if a.p.Endpoint == driver.EndpointDisable {
+				d.log.Warn("webhooks: endpoint disabled", "endpoint", a.p.EndpointID, "reason", a.p.DisableWhy)
+			}
+			if d.OnResult != nil {
+				d.OnResult(a.result, a.latency)
+			}
+			close(a.done)
+		}
+	}
+}
+
+// attempt turns a send's result into what recording it writes: the attempt,
+// and the delivery moved on (done, retried later, or failed); a 410 Gone or
+// a failure streak longer than DisableAfter disables the endpoint.
+func (d *Dispatcher) attempt(c due, r sendResult) *attempt {
 	now := d.now()
 	ok := r.err == nil && r.status >= 200 && r.status < 300
 	attempts := c.Attempts + 1
@@ -344,14 +415,7 @@ func (d *Dispatcher) record(ctx context.Context, c due, r sendResult) error {
 	case disable != "":
 		p.Endpoint, p.DisableWhy = driver.EndpointDisable, disable
 	}
-	err := d.st.Executor().DeliveryRecordAttempt(ctx, p)
-	if disable != "" {
-		d.log.Warn("webhooks: endpoint disabled", "endpoint", c.EndpointID, "reason", disable)
-	}
-	if d.OnResult != nil {
-		d.OnResult(result, r.latency)
-	}
-	return services.DBErrorOrNil("webhooks: record attempt", err)
+	return &attempt{p: p, result: result, latency: r.latency}
 }
 
 // jitter spreads a wait by ±10% so retries of many deliveries do not arrive

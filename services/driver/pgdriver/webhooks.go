@@ -41,29 +41,81 @@ func (e *executor) DeliveryClaim(ctx context.Context, p *driver.DeliveryClaimPar
 	return driver.ScanClaimed(rows, err)
 }
 
-// DeliveryRecordAttempt is one statement, one round trip: data-modifying
-// CTEs all run. The attempt is kept even if the lease passed and another
-// dispatcher took the delivery over: the request was sent. A delivery
-// deleted meanwhile (with its endpoint) keeps nothing.
+// recordAttempts records a batch in one statement, one round trip and one
+// commit: data-modifying CTEs all run. An attempt is kept even if the lease
+// passed and another dispatcher took the delivery over: the request was
+// sent. A delivery deleted meanwhile (with its endpoint) keeps nothing. Each
+// endpoint is written at most once (a statement cannot change a row twice),
+// with what its attempts do in turn (driver.EndpointNets), and only when
+// that changes it. The statement commits without waiting for the WAL to
+// reach the disk (synchronous_commit off for its transaction only): an
+// attempt lost with the last moments before a database crash leaves its
+// delivery leased, and it is sent again when the lease passes, which
+// at-least-once allows.
+const recordAttempts = `WITH r AS (
+		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::timestamptz[], $5::int[], $6::int[], $7::text[],
+			$8::text[], $9::text[], $10::int[], $11::timestamptz[])
+			AS r (attempt_id, delivery_id, claim, at, status_code, latency_ms, excerpt, error, state, attempts, next_at)
+		WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL),
+	attempt AS (INSERT INTO webhook_attempts (id, delivery_id, attempted_at, status_code, latency_ms, response_excerpt, error)
+		SELECT r.attempt_id, r.delivery_id, r.at, r.status_code, r.latency_ms, r.excerpt, r.error FROM r
+		WHERE EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.id = r.delivery_id)),
+	delivery AS (UPDATE webhook_deliveries d SET state = r.state, attempts = r.attempts,
+		next_attempt_at = coalesce(r.next_at, d.next_attempt_at), last_status = r.status_code, last_error = r.error,
+		claim = NULL, claimed_until = NULL, updated_at = r.at
+		FROM r WHERE d.id = r.delivery_id AND d.claim = r.claim)
+	UPDATE webhook_endpoints w SET
+		failing_since = CASE WHEN e.reset THEN e.fail_at ELSE coalesce(w.failing_since, e.fail_at) END,
+		enabled = w.enabled AND e.why = '',
+		disabled_reason = CASE WHEN e.why = '' THEN w.disabled_reason ELSE e.why END,
+		updated_at = CASE WHEN e.why = '' THEN w.updated_at ELSE e.why_at END
+	FROM unnest($12::uuid[], $13::bool[], $14::timestamptz[], $15::text[], $16::timestamptz[])
+		AS e (id, reset, fail_at, why, why_at)
+	WHERE w.id = e.id AND (e.why <> ''
+		OR (e.reset AND w.failing_since IS DISTINCT FROM e.fail_at)
+		OR (NOT e.reset AND w.failing_since IS NULL AND e.fail_at IS NOT NULL))`
+
+// DeliveryRecordAttempt records one attempt with the batch's statement.
 func (e *executor) DeliveryRecordAttempt(ctx context.Context, p *driver.DeliveryRecordAttemptParams) error {
-	q := `WITH attempt AS (INSERT INTO webhook_attempts (id, delivery_id, attempted_at, status_code, latency_ms,
-		response_excerpt, error) SELECT $1, $2, $3, $4, $5, $6, $7
-		WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = $2)),
-	delivery AS (UPDATE webhook_deliveries SET state = $8, attempts = $9, next_attempt_at = coalesce($10, next_attempt_at),
-		last_status = $4, last_error = $7, claim = NULL, claimed_until = NULL, updated_at = $3 WHERE id = $2 AND claim = $11)
-	`
-	args := []any{p.AttemptID, p.DeliveryID, p.Now, p.StatusCode, p.LatencyMS, p.Excerpt, p.Error,
-		p.State, p.Attempts, p.NextAttempt, p.Claim, p.EndpointID}
-	switch p.Endpoint {
-	case driver.EndpointSucceeded:
-		q += `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $12 AND failing_since IS NOT NULL`
-	case driver.EndpointDisable:
-		q += `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $13, updated_at = $3 WHERE id = $12`
-		args = append(args, p.DisableWhy)
-	default:
-		q += `UPDATE webhook_endpoints SET failing_since = $3 WHERE id = $12 AND failing_since IS NULL`
+	return e.DeliveryRecordAttempts(ctx, []*driver.DeliveryRecordAttemptParams{p})
+}
+
+func (e *executor) DeliveryRecordAttempts(ctx context.Context, ps []*driver.DeliveryRecordAttemptParams) error {
+	if len(ps) == 0 {
+		return nil
 	}
-	_, err := e.q.ExecContext(ctx, q, args...)
+	n := len(ps)
+	var (
+		attemptIDs, deliveryIDs, claims = make([]string, n), make([]string, n), make([]string, n)
+		ats                             = make([]time.Time, n)
+		statuses                        = make([]*int32, n)
+		latencies                       = make([]int32, n)
+		excerpts, states                = make([]string, n), make([]string, n)
+		errs                            = make([]*string, n)
+		attempts                        = make([]int32, n)
+		nexts                           = make([]*time.Time, n)
+	)
+	for i, p := range ps {
+		attemptIDs[i], deliveryIDs[i], claims[i], ats[i] = p.AttemptID, p.DeliveryID, p.Claim, p.Now
+		if p.StatusCode != nil {
+			s := int32(*p.StatusCode)
+			statuses[i] = &s
+		}
+		latencies[i], excerpts[i], errs[i], states[i] = int32(p.LatencyMS), p.Excerpt, p.Error, p.State
+		attempts[i], nexts[i] = int32(p.Attempts), p.NextAttempt
+	}
+	nets := driver.EndpointNets(ps)
+	var (
+		eps, whys = make([]string, len(nets)), make([]string, len(nets))
+		resets    = make([]bool, len(nets))
+		failAts   = make([]*time.Time, len(nets))
+		whyAts    = make([]time.Time, len(nets))
+	)
+	for i, x := range nets {
+		eps[i], resets[i], failAts[i], whys[i], whyAts[i] = x.EndpointID, x.Reset, x.FailingSince, x.DisableWhy, x.DisableAt
+	}
+	_, err := e.q.ExecContext(ctx, recordAttempts, attemptIDs, deliveryIDs, claims, ats, statuses, latencies, excerpts,
+		errs, states, attempts, nexts, eps, resets, failAts, whys, whyAts)
 	return err
 }
 

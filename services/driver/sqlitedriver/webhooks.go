@@ -90,34 +90,49 @@ func (e *executor) DeliveryClaim(ctx context.Context, p *driver.DeliveryClaimPar
 // single writer. The attempt is kept even if the lease passed and another
 // dispatcher took the delivery over: the request was sent.
 func (e *executor) DeliveryRecordAttempt(ctx context.Context, p *driver.DeliveryRecordAttemptParams) error {
+	return e.inTx(ctx, func(q querier) error { return recordAttempt(ctx, q, p) })
+}
+
+// DeliveryRecordAttempts records each attempt in turn in one transaction of
+// the single writer: one commit for the batch.
+func (e *executor) DeliveryRecordAttempts(ctx context.Context, ps []*driver.DeliveryRecordAttemptParams) error {
 	return e.inTx(ctx, func(q querier) error {
-		// A delivery deleted meanwhile (with its endpoint) keeps nothing.
-		if _, err := q.ExecContext(ctx, `INSERT INTO webhook_attempts (id, delivery_id, attempted_at, status_code,
-			latency_ms, response_excerpt, error) SELECT ?, ?, ?, ?, ?, ?, ?
-			WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?)`,
-			p.AttemptID, p.DeliveryID, p.Now, p.StatusCode, p.LatencyMS, p.Excerpt, p.Error, p.DeliveryID); err != nil {
-			return err
+		for _, p := range ps {
+			if err := recordAttempt(ctx, q, p); err != nil {
+				return err
+			}
 		}
-		if _, err := q.ExecContext(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = ?,
-			next_attempt_at = coalesce(?, next_attempt_at), last_status = ?, last_error = ?, claim = NULL,
-			claimed_until = NULL, updated_at = ? WHERE id = ? AND claim = ?`,
-			p.State, p.Attempts, p.NextAttempt, p.StatusCode, p.Error, p.Now, p.DeliveryID, p.Claim); err != nil {
-			return err
-		}
-		var err error
-		switch p.Endpoint {
-		case driver.EndpointSucceeded:
-			_, err = q.ExecContext(ctx, `UPDATE webhook_endpoints SET failing_since = NULL
-				WHERE id = ? AND failing_since IS NOT NULL`, p.EndpointID)
-		case driver.EndpointDisable:
-			_, err = q.ExecContext(ctx, `UPDATE webhook_endpoints SET enabled = false, disabled_reason = ?,
-				updated_at = ? WHERE id = ?`, p.DisableWhy, p.Now, p.EndpointID)
-		default:
-			_, err = q.ExecContext(ctx, `UPDATE webhook_endpoints SET failing_since = ?
-				WHERE id = ? AND failing_since IS NULL`, p.Now, p.EndpointID)
-		}
-		return err
+		return nil
 	})
+}
+
+func recordAttempt(ctx context.Context, q querier, p *driver.DeliveryRecordAttemptParams) error {
+	// A delivery deleted meanwhile (with its endpoint) keeps nothing.
+	if _, err := q.ExecContext(ctx, `INSERT INTO webhook_attempts (id, delivery_id, attempted_at, status_code,
+		latency_ms, response_excerpt, error) SELECT ?, ?, ?, ?, ?, ?, ?
+		WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?)`,
+		p.AttemptID, p.DeliveryID, p.Now, p.StatusCode, p.LatencyMS, p.Excerpt, p.Error, p.DeliveryID); err != nil {
+		return err
+	}
+	if _, err := q.ExecContext(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = ?,
+		next_attempt_at = coalesce(?, next_attempt_at), last_status = ?, last_error = ?, claim = NULL,
+		claimed_until = NULL, updated_at = ? WHERE id = ? AND claim = ?`,
+		p.State, p.Attempts, p.NextAttempt, p.StatusCode, p.Error, p.Now, p.DeliveryID, p.Claim); err != nil {
+		return err
+	}
+	var err error
+	switch p.Endpoint {
+	case driver.EndpointSucceeded:
+		_, err = q.ExecContext(ctx, `UPDATE webhook_endpoints SET failing_since = NULL
+			WHERE id = ? AND failing_since IS NOT NULL`, p.EndpointID)
+	case driver.EndpointDisable:
+		_, err = q.ExecContext(ctx, `UPDATE webhook_endpoints SET enabled = false, disabled_reason = ?,
+			updated_at = ? WHERE id = ?`, p.DisableWhy, p.Now, p.EndpointID)
+	default:
+		_, err = q.ExecContext(ctx, `UPDATE webhook_endpoints SET failing_since = ?
+			WHERE id = ? AND failing_since IS NULL`, p.Now, p.EndpointID)
+	}
+	return err
 }
 
 // DeliveryQueueStats: min() of a datetime column comes back as text.
