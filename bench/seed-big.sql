@@ -42,12 +42,16 @@ CREATE OR REPLACE FUNCTION pg_temp.big_uuid(ts timestamptz, n bigint, k int) RET
 	SELECT (lpad(to_hex((extract(epoch FROM ts) * 1000)::bigint), 12, '0') || '7' || lpad(to_hex(k), 3, '0') ||
 		'8' || lpad(to_hex(n), 15, '0'))::uuid $$;
 
--- The secondary indexes (those no constraint owns) go during the load.
-CREATE TEMP TABLE big_indexes AS
+-- The secondary indexes (those no constraint owns) go during the load. The
+-- list is kept in a table until they are built again, so that a run that
+-- fails midway leaves it for the next run to finish.
+CREATE TABLE IF NOT EXISTS seed_big_indexes (indexname text PRIMARY KEY, indexdef text NOT NULL);
+INSERT INTO seed_big_indexes
 SELECT i.indexname, i.indexdef FROM pg_indexes i
 WHERE i.schemaname = 'public' AND i.tablename IN ('actions', 'entries')
-	AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = format('%I', i.indexname)::regclass);
-SELECT 'DROP INDEX ' || quote_ident(indexname) FROM big_indexes \gexec
+	AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = format('%I', i.indexname)::regclass)
+ON CONFLICT (indexname) DO NOTHING;
+SELECT 'DROP INDEX IF EXISTS ' || quote_ident(indexname) FROM seed_big_indexes \gexec
 
 DO $$
 DECLARE
@@ -141,7 +145,8 @@ END $$;
 
 RESET session_replication_role;
 \timing on
-SELECT indexdef FROM big_indexes \gexec
+SELECT indexdef FROM seed_big_indexes \gexec
+DROP TABLE seed_big_indexes;
 \timing off
 VACUUM ANALYZE actions;
 VACUUM ANALYZE entries;
