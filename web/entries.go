@@ -42,6 +42,8 @@ type entriesHandler struct {
 	metrics *Metrics
 	// release answers parked requests whose actions were decided.
 	release *releaser
+	// parkMem returns the memory of a burst of arrivals once parked.
+	parkMem parkMemory
 }
 
 // outcomeStatus is the HTTP status of a single-entry answer by outcome.
@@ -148,6 +150,7 @@ func (h *entriesHandler) park(c echo.Context, r services.EntryResult, raws [][]b
 	conn.SetDeadline(time.Time{})
 	c.Response().Status = http.StatusAccepted
 	p := principal(c)
+	h.parkMem.noteParked()
 	h.ledger.AwaitDecisionFunc(p, r.Action.ID, wait, func(a *record.Action, err error) {
 		defer conn.Close()
 		var (
