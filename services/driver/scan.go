@@ -171,3 +171,21 @@ func ScanTriageAlerts(rows *sql.Rows, err error) ([]*TriageAlert, error) {
 	}
 	return out, rows.Err()
 }
+
+// ScanIDs reads a statement's single column of ids, in order, and closes
+// the rows. err is the statement's own error, passed on.
+func ScanIDs(rows *sql.Rows, err error) ([]string, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}

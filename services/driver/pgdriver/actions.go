@@ -457,24 +457,7 @@ func (e *executor) ActionDueList(ctx context.Context, p *driver.ActionDueListPar
 func (e *executor) ActionLeftStatus(ctx context.Context, ids []string, status record.Status) ([]string, error) {
 	rows, err := e.q.QueryContext(ctx, `SELECT w.id FROM unnest($1::text[]) AS w(id)
 		WHERE NOT EXISTS (SELECT 1 FROM actions a WHERE a.id = w.id::uuid AND a.status = $2)`, strs(ids), string(status))
-	return idRows(rows, err)
-}
-
-// idRows reads a column of ids.
-func idRows(rows *sql.Rows, err error) ([]string, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return driver.ScanIDs(rows, err)
 }
 
 func (e *executor) ActionCountByStatus(ctx context.Context) (map[record.Status]int64, error) {

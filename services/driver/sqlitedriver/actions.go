@@ -254,19 +254,7 @@ func subscribers(ctx context.Context, q querier, eventType, namespace string) ([
 		AND EXISTS (SELECT 1 FROM json_each(w.event_types) WHERE value = ?)
 		AND (json_array_length(w.namespaces) = 0 OR EXISTS (SELECT 1 FROM json_each(w.namespaces) WHERE value = ?))`,
 		eventType, namespace)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var endpoints []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		endpoints = append(endpoints, id)
-	}
-	return endpoints, rows.Err()
+	return driver.ScanIDs(rows, err)
 }
 
 func (e *executor) ActionDueList(ctx context.Context, p *driver.ActionDueListParams) ([]*record.Action, error) {
@@ -289,19 +277,7 @@ func (e *executor) ActionLeftStatus(ctx context.Context, ids []string, status re
 	}
 	rows, err := e.r.QueryContext(ctx, `SELECT w.value FROM json_each(?) AS w
 		WHERE NOT EXISTS (SELECT 1 FROM actions a WHERE a.id = w.value AND a.status = ?)`, string(list), string(status))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var left []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		left = append(left, id)
-	}
-	return left, rows.Err()
+	return driver.ScanIDs(rows, err)
 }
 
 func (e *executor) ActionCountByStatus(ctx context.Context) (map[record.Status]int64, error) {
