@@ -53,6 +53,8 @@ WHERE i.schemaname = 'public' AND i.tablename IN ('actions', 'entries')
 ON CONFLICT (indexname) DO NOTHING;
 SELECT 'DROP INDEX IF EXISTS ' || quote_ident(indexname) FROM seed_big_indexes \gexec
 
+CREATE TEMP TABLE big_chunk (g bigint PRIMARY KEY, c timestamptz NOT NULL, k int NOT NULL, st text NOT NULL);
+
 DO $$
 DECLARE
 	n bigint := current_setting('seed_big.actions')::bigint;
@@ -67,7 +69,23 @@ BEGIN
 	-- follow the highest one there.
 	WHILE lo <= n LOOP
 		t0 := clock_timestamp();
-		-- One row per action; h picks the status, k (3 to 7) the entries.
+		-- The chunk's actions, which both inserts read: h picks the
+		-- status, k (3 to 7) the number of entries.
+		TRUNCATE big_chunk;
+		INSERT INTO big_chunk
+		SELECT g, c, k, st FROM (SELECT g, start + span * ((g - base - 1)::float8 / n) AS c, (3 + g % 5)::int AS k,
+			CASE WHEN h < 10 THEN 'timed_out'
+				WHEN h < 15 AND g - base > n * 0.98 THEN 'awaiting_approval'
+				WHEN h = 15 THEN 'retry_requested'
+				WHEN h = 16 THEN 'compensation_requested'
+				WHEN h < 517 THEN 'failed'
+				WHEN h < 717 THEN 'confirmed'
+				WHEN h < 767 THEN 'compensated'
+				WHEN h < 817 THEN 'abandoned'
+				WHEN h < 867 THEN 'denied'
+				ELSE 'succeeded' END AS st
+			FROM (SELECT g, (g * 7919) % 10000 AS h FROM generate_series(base + lo, base + least(lo + chunk - 1, n)) AS g) AS x) AS a;
+		-- One row per action.
 		INSERT INTO actions (id, namespace, key, tool, effect, status, attempt, version, lease_until, deadline,
 			reference, agent, run_id, fingerprint, params, result, external_ref, retriable, entry_seq,
 			created_at, updated_at, approval, reconciliation)
@@ -83,18 +101,7 @@ BEGIN
 			CASE WHEN st = 'awaiting_approval' THEN jsonb_build_object('required', 1, 'approvals', '[]'::jsonb,
 				'expires_at', c + interval '7 days', 'escalate_at', NULL, 'policies', '[]'::jsonb, 'rejection', NULL) END,
 			NULL
-		FROM (SELECT g, start + span * ((g - base - 1)::float8 / n) AS c, (3 + g % 5)::int AS k,
-			CASE WHEN h < 10 THEN 'timed_out'
-				WHEN h < 15 AND g - base > n * 0.98 THEN 'awaiting_approval'
-				WHEN h = 15 THEN 'retry_requested'
-				WHEN h = 16 THEN 'compensation_requested'
-				WHEN h < 517 THEN 'failed'
-				WHEN h < 717 THEN 'confirmed'
-				WHEN h < 767 THEN 'compensated'
-				WHEN h < 817 THEN 'abandoned'
-				WHEN h < 867 THEN 'denied'
-				ELSE 'succeeded' END AS st
-			FROM (SELECT g, (g * 7919) % 10000 AS h FROM generate_series(base + lo, base + least(lo + chunk - 1, n)) AS g) AS x) AS a;
+		FROM big_chunk;
 
 		-- Entries: the intent first, heartbeats or notes, the outcome last
 		-- (none for an action still awaiting approval, whose last is a note).
@@ -124,18 +131,7 @@ BEGIN
 				WHEN s = 2 AND g % 5000 = 0 THEN 'key_reused'
 				WHEN s = 2 AND g % 20000 = 1 THEN 'stale_outcome'
 				WHEN s % 2 = 0 THEN 'heartbeat' ELSE 'note' END AS ty
-			FROM (SELECT g, start + span * ((g - base - 1)::float8 / n) AS c, (3 + g % 5)::int AS k,
-				CASE WHEN h < 10 THEN 'timed_out'
-					WHEN h < 15 AND g - base > n * 0.98 THEN 'awaiting_approval'
-					WHEN h = 15 THEN 'retry_requested'
-					WHEN h = 16 THEN 'compensation_requested'
-					WHEN h < 517 THEN 'failed'
-					WHEN h < 717 THEN 'confirmed'
-					WHEN h < 767 THEN 'compensated'
-					WHEN h < 817 THEN 'abandoned'
-					WHEN h < 867 THEN 'denied'
-					ELSE 'succeeded' END AS st
-				FROM (SELECT g, (g * 7919) % 10000 AS h FROM generate_series(base + lo, base + least(lo + chunk - 1, n)) AS g) AS x) AS a,
+			FROM big_chunk AS a,
 				generate_series(1, a.k) AS s) AS e;
 		COMMIT;
 		RAISE NOTICE 'seed-big: actions % to % in %', lo, least(lo + chunk - 1, n), clock_timestamp() - t0;
