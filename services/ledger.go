@@ -464,7 +464,7 @@ func (l *Ledger) alreadyRecorded(ctx context.Context, u *unit, a *record.Action,
 		return false, nil
 	}
 	switch in.Type {
-	case record.TypeSucceeded, record.TypeFailed, record.TypeCompensated:
+	case record.TypeSucceeded, record.TypeFailed, record.TypeOutcomeUnknown, record.TypeCompensated:
 	default:
 		return false, nil
 	}
