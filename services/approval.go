@@ -78,11 +78,14 @@ type ApprovalQuery struct {
 func (l *Ledger) SetApprover(a Approver) { l.approver = a }
 
 // approvalFor asks the approver about a first intent; nil without one.
-func (l *Ledger) approvalFor(ctx context.Context, ns string, in *EntryInput, actor record.Actor, now time.Time) (*record.ApprovalRequest, error) {
+// The policies' agent is the API key's name (keyName), never the label the
+// entry chose, so an agent cannot step around a rule by naming itself
+// differently.
+func (l *Ledger) approvalFor(ctx context.Context, ns string, in *EntryInput, keyName string, now time.Time) (*record.ApprovalRequest, error) {
 	if l.approver == nil || in.Type != record.TypeIntent {
 		return nil, nil
 	}
-	q := ApprovalQuery{Namespace: ns, Tool: *in.Tool, Effect: string(record.EffectUnkeyed), Agent: actor.Name,
+	q := ApprovalQuery{Namespace: ns, Tool: *in.Tool, Effect: string(record.EffectUnkeyed), Agent: keyName,
 		Params: in.Params, Now: now}
 	if in.Effect != nil {
 		q.Effect = string(*in.Effect)

@@ -216,7 +216,7 @@ func (l *Ledger) applyAll(ctx context.Context, u *unit, items []*groupItem) erro
 // true. Whether the key is new is learnt by writing.
 func (l *Ledger) decideNew(ctx context.Context, it *groupItem, now time.Time) (bool, error) {
 	actor := actorOf(it.p, it.in)
-	req, err := l.approvalFor(ctx, it.p.Namespace, it.in, actor, now)
+	req, err := l.approvalFor(ctx, it.p.Namespace, it.in, it.p.Name, now)
 	if err != nil {
 		return false, err
 	}
@@ -401,7 +401,7 @@ func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput
 		}
 		var req *record.ApprovalRequest
 		if act == nil {
-			if req, err = l.approvalFor(ctx, p.Namespace, in, actor, now); err != nil {
+			if req, err = l.approvalFor(ctx, p.Namespace, in, p.Name, now); err != nil {
 				return EntryResult{}, err
 			}
 		}
