@@ -417,12 +417,7 @@ func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput
 		if pl.then != nil && !u.tx {
 			return EntryResult{}, errNeedsTx
 		}
-		var ch *driver.Change
-		if pl.actor != nil { // the system records what time decided
-			ch = l.newChange(act, pl, *pl.actor, nil, now)
-		} else {
-			ch = l.newChange(act, pl, actor, in, now)
-		}
+		ch := l.newChange(act, pl, actor, in, now)
 		written, err := l.write(ctx, u, []*driver.Change{ch})
 		if err != nil {
 			return EntryResult{}, err
@@ -538,12 +533,8 @@ func (l *Ledger) decideOn(ctx context.Context, p Principal, act *record.Action, 
 		return nil, nil, pl.err
 	}
 	// A refused decision may still record what time decided (an expired
-	// approval), by the system.
-	writer := actor
-	if pl.actor != nil {
-		writer = *pl.actor
-	}
-	ch := l.newChange(act, pl, writer, nil, now)
+	// approval), by the system (plan.actor).
+	ch := l.newChange(act, pl, actor, nil, now)
 	u := l.single()
 	written, err := l.write(ctx, u, []*driver.Change{ch})
 	if err != nil {
