@@ -63,3 +63,10 @@ func TestKeysOwner(t *testing.T) {
 		})
 	}
 }
+
+// createUser runs `arbiter users create` for a person who will own keys.
+func createUser(t *testing.T, dir string, env []string, email, role string) {
+	t.Helper()
+	_, stderr, err := runArbiter(t, dir, env, "a long password\n", "users", "create", "--email", email, "--role", role, "--password-stdin")
+	require.NoError(t, err, stderr)
+}
