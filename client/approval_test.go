@@ -98,7 +98,7 @@ func TestGuardWaitsForApproval(t *testing.T) {
 		var no *client.DeniedError
 		require.ErrorAs(t, err, &no)
 		require.False(t, no.Expired)
-		require.Equal(t, "oncall-payments", no.By)
+		require.Equal(t, "oncall-payments@example.com", no.By)
 		require.Equal(t, "over the limit", no.Reason)
 
 		// The context's deadline bounds the wait.

@@ -101,9 +101,19 @@ func (e *env) agent(ns string, opts ...client.Option) *client.Client {
 	return e.client(e.key(ns, "agent-"+ns, services.RoleAgent), opts...)
 }
 
-// operator returns a client with a new operator key of namespace ns.
+// operator returns a client with a new operator key of namespace ns,
+// owned by the person oncall-NS@example.com, so its approvals count.
 func (e *env) operator(ns string) *client.Client {
-	return e.client(e.key(ns, "oncall-"+ns, services.RoleOperator))
+	e.t.Helper()
+	ctx, owner := context.Background(), "oncall-"+ns+"@example.com"
+	if _, err := accounts.New(e.st).UserByEmail(ctx, owner); err != nil {
+		_, err := accounts.New(e.st).CreateUser(ctx, owner, services.RoleOperator, "correct horse battery staple")
+		require.NoError(e.t, err)
+	}
+	_, secret, err := accounts.NewKeys(e.st).CreateKey(ctx, accounts.CreateKeyRequest{Namespace: ns, Name: "oncall-" + ns,
+		Role: services.RoleOperator, Owner: owner})
+	require.NoError(e.t, err)
+	return e.client(secret)
 }
 
 // sweep times out the actions whose lease has passed, as the server's

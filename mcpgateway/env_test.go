@@ -86,10 +86,20 @@ func startArbiter(t testing.TB, st *services.Store) *arbiter {
 	return &arbiter{t: t, st: st, ledger: ledger, url: srv.URL}
 }
 
-// key creates an API key and returns its secret.
+// key creates an API key and returns its secret. Operator and admin keys
+// belong to a person of the key's name (NAME@example.com), so their
+// approvals count.
 func (a *arbiter) key(ns, name string, role services.Role) string {
 	a.t.Helper()
-	_, secret, err := accounts.NewKeys(a.st).CreateKey(context.Background(), accounts.CreateKeyRequest{Namespace: ns, Name: name, Role: role})
+	ctx, owner := context.Background(), ""
+	if role == services.RoleOperator || role == services.RoleAdmin {
+		owner = name + "@example.com"
+		if _, err := accounts.New(a.st).UserByEmail(ctx, owner); err != nil {
+			_, err := accounts.New(a.st).CreateUser(ctx, owner, services.RoleOperator, "correct horse battery staple")
+			require.NoError(a.t, err)
+		}
+	}
+	_, secret, err := accounts.NewKeys(a.st).CreateKey(ctx, accounts.CreateKeyRequest{Namespace: ns, Name: name, Role: role, Owner: owner})
 	require.NoError(a.t, err)
 	return secret
 }

@@ -215,7 +215,7 @@ func TestCallNeedingApprovalIsRefusedAfterReject(t *testing.T) {
 
 		res := <-done
 		require.True(t, res.IsError)
-		assert.Equal(t, "refund was not run: denied by on-call: over the customer's payment ("+operator.ActionURL(a.ID)+
+		assert.Equal(t, "refund was not run: denied by on-call@example.com: over the customer's payment ("+operator.ActionURL(a.ID)+
 			"). It will not run with these arguments.", text(res))
 		assert.Equal(t, 0, pay.state().Calls["refund"])
 	})

@@ -135,6 +135,38 @@ func holdForApproval(pl plan, req *record.ApprovalRequest) plan {
 	return pl
 }
 
+// decider is who takes a decision as p: the actor the record names and the
+// identity approvals are counted by. A person is one identity however they
+// decide: in the dashboard, or with any API key they own. A key without an
+// owner is named by its own name and has no identity: it may not approve.
+// Via says how, so a key named like a person never reads as one.
+func decider(p Principal) (record.Actor, string) {
+	switch {
+	case p.Kind == "user":
+		return record.Actor{Kind: record.ActorOperator, Name: p.Name, Via: "dashboard"}, "user:" + p.ID
+	case p.OwnerID != "":
+		return record.Actor{Kind: record.ActorOperator, Name: p.OwnerEmail, Via: "api_key:" + p.Name}, "user:" + p.OwnerID
+	}
+	return record.Actor{Kind: record.ActorOperator, Name: p.Name, Via: "api_key:" + p.Name}, ""
+}
+
+// mayApprove refuses an approval no person would be counted for.
+func mayApprove(p Principal, d DecisionInput) error {
+	if d.Decision != record.DecisionApprove {
+		return nil
+	}
+	if _, identity := decider(p); identity == "" {
+		return approverUnknown(p.Name)
+	}
+	return nil
+}
+
+func approverUnknown(key string) *Error {
+	return Errorf(CodeApproverUnknown, "API key %q belongs to no one, and an approval counts a person: "+
+		"approve in the dashboard, or with a key that has an owner (`arbiter keys create --owner EMAIL`, "+
+		"or one created in the dashboard, which belongs to whoever created it)", key)
+}
+
 // approve counts one distinct person's yes; the last one needed approves
 // the action. An identity that approved already is refused and nothing is
 // written.
@@ -148,6 +180,9 @@ func approve(s *step) plan {
 		pl.err = Errorf(CodeApprovalExpired, "the approval of action %s expired at %s; it is denied and can no longer be approved",
 			s.act.ID, s.act.Approval.ExpiresAt.Format(time.RFC3339))
 		return pl
+	}
+	if s.identity == "" {
+		return plan{outcome: record.OutcomeRejected, err: approverUnknown(s.actor.Name)}
 	}
 	if s.act.Approval.Voted(s.identity) {
 		return plan{outcome: record.OutcomeRejected, err: Errorf(CodeAlreadyApproved,

@@ -100,7 +100,7 @@ func TestApprovalTable(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, record.StatusApproved, a.Status)
 		require.Len(t, a.Approval.Approvals, 1)
-		require.Equal(t, record.Actor{Kind: record.ActorOperator, Name: "ops-alice"}, a.Approval.Approvals[0].By)
+		require.Equal(t, actorOf(f.operator), a.Approval.Approvals[0].By)
 		n, err = st.CountMessages(ctx, id, record.EventApproved)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
@@ -172,7 +172,7 @@ func TestFourEyesAndEscalation(t *testing.T) {
 		ctx := context.Background()
 		f := newFixture(t, st, FixtureOpts{})
 		f.l.WithRules(requireTwo)
-		bob := principal(t, st, PrincipalOpts{Namespace: f.ns, Name: "ops-bob", Role: services.RoleOperator})
+		bob := principal(t, st, PrincipalOpts{Namespace: f.ns, Name: "ops-bob", Role: services.RoleOperator, Owner: "bob@example.com"})
 		send(intentApproval)(t, f)
 
 		a, err := approveAs(t, f, f.operator, "looks right")
@@ -198,7 +198,7 @@ func TestFourEyesAndEscalation(t *testing.T) {
 		a, err = approveAs(t, f, bob, "second pair of eyes")
 		require.NoError(t, err)
 		require.Equal(t, record.StatusApproved, a.Status)
-		require.Equal(t, []string{"ops-alice", "ops-bob"}, []string{a.Approval.Approvals[0].By.Name, a.Approval.Approvals[1].By.Name})
+		require.Equal(t, []string{"alice@example.com", "bob@example.com"}, []string{a.Approval.Approvals[0].By.Name, a.Approval.Approvals[1].By.Name})
 		_, err = approveAs(t, f, bob, "")
 		require.ErrorIs(t, err, services.ErrInvalidTransition, "approve only from awaiting_approval")
 	})
@@ -214,7 +214,7 @@ func TestApprovalsRace(t *testing.T) {
 		for round := range 5 {
 			f := newFixture(t, st, FixtureOpts{})
 			f.l.WithRules(requireTwo)
-			bob := principal(t, st, PrincipalOpts{Namespace: f.ns, Name: "ops-bob", Role: services.RoleOperator})
+			bob := principal(t, st, PrincipalOpts{Namespace: f.ns, Name: "ops-bob", Role: services.RoleOperator, Owner: "bob@example.com"})
 			send(intentApproval)(t, f)
 			id := f.action(t, "k").ID
 			var wg sync.WaitGroup

@@ -250,6 +250,9 @@ func (l *Ledger) DecideMany(ctx context.Context, p Principal, in BulkInput) (*Bu
 	if err != nil {
 		return nil, err
 	}
+	if err := mayApprove(p, d); err != nil {
+		return nil, err
+	}
 	matched, missing, err := l.bulkMatch(ctx, in.Filter, ns)
 	if err != nil {
 		return nil, err
@@ -340,7 +343,7 @@ type bulkPlan struct {
 // builds the changes when build is set.
 func (l *Ledger) planMany(p Principal, acts []*record.Action, d DecisionInput, build bool) *bulkPlan {
 	now := l.now()
-	actor := record.Actor{Kind: record.ActorOperator, Name: p.Name}
+	actor, identity := decider(p)
 	b := &bulkPlan{skipped: []BulkSkip{}}
 	for _, a := range acts {
 		r, ok := l.rules[event(d.Decision)][a.Status]
@@ -348,7 +351,7 @@ func (l *Ledger) planMany(p Principal, acts []*record.Action, d DecisionInput, b
 			b.skipped = append(b.skipped, BulkSkip{ID: a.ID, Code: CodeInvalidTransition})
 			continue
 		}
-		pl := r(&step{now: now, ns: a.Namespace, act: a, dec: &d, actor: actor, identity: p.Kind + ":" + p.ID})
+		pl := r(&step{now: now, ns: a.Namespace, act: a, dec: &d, actor: actor, identity: identity})
 		switch {
 		case pl.err != nil:
 			b.skipped = append(b.skipped, BulkSkip{ID: a.ID, Code: pl.err.Code})

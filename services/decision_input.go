@@ -50,7 +50,9 @@ func (d *DecisionInput) Validate() error {
 	return checkLabel("external_ref", d.ExternalRef, MaxLabelBytes)
 }
 
-func (d *DecisionInput) payload() *record.DecisionPayload {
+// payload is the decision's entry; via is how the operator decided (the
+// actor's Via, which the entries table keeps in the payload).
+func (d *DecisionInput) payload(via string) *record.DecisionPayload {
 	return &record.DecisionPayload{AcknowledgeDuplicateRisk: d.AcknowledgeDuplicateRisk, Decision: d.Decision,
-		ExpectedVersion: d.ExpectedVersion, ExternalRef: d.ExternalRef, Reason: d.Reason, Result: d.Result}
+		ExpectedVersion: d.ExpectedVersion, ExternalRef: d.ExternalRef, Reason: d.Reason, Result: d.Result, Via: via}
 }

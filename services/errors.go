@@ -43,7 +43,10 @@ const (
 	CodeAlreadyApproved      = "already_approved"
 	// CodeApprovalExpired refuses an approve after the approval's
 	// expires_at.
-	CodeApprovalExpired             = "approval_expired"
+	CodeApprovalExpired = "approval_expired"
+	// CodeApproverUnknown refuses an approval by a key that belongs to no
+	// person: approvals count people.
+	CodeApproverUnknown             = "approver_unknown"
 	CodeInvalidPolicy               = "invalid_policy"
 	CodeDuplicateRiskUnacknowledged = "duplicate_risk_unacknowledged"
 	CodeConflict                    = "conflict"

@@ -489,6 +489,9 @@ func (l *Ledger) Decide(ctx context.Context, p Principal, actionID string, d Dec
 	if err := d.Validate(); err != nil {
 		return nil, nil, err
 	}
+	if err := mayApprove(p, d); err != nil {
+		return nil, nil, err
+	}
 	retry := d.Decision == record.DecisionApprove && d.ExpectedVersion == nil
 	for range maxRaces {
 		act, err := l.Action(ctx, p, actionID)
@@ -527,8 +530,8 @@ func (l *Ledger) decideOn(ctx context.Context, p Principal, act *record.Action, 
 			d.Decision, act.Status, ListOrNone(l.rules.allowedDecisions(act, l.now())))
 	}
 	now := l.now()
-	actor := record.Actor{Kind: record.ActorOperator, Name: p.Name}
-	pl := r(&step{now: now, ns: act.Namespace, act: act, dec: &d, actor: actor, identity: p.Kind + ":" + p.ID})
+	actor, identity := decider(p)
+	pl := r(&step{now: now, ns: act.Namespace, act: act, dec: &d, actor: actor, identity: identity})
 	if pl.err != nil && pl.record == nil {
 		return nil, nil, pl.err
 	}

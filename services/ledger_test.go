@@ -60,6 +60,9 @@ type PrincipalOpts struct {
 	Namespace string        // default: a fresh namespace
 	Name      string        // default: "<role>-bot"
 	Role      services.Role // default: agent
+	// Owner is the email of the user the key belongs to (created as an
+	// operator if missing); empty for a key without an owner.
+	Owner string
 }
 
 // principal creates an API key and returns the principal it authenticates as.
@@ -76,7 +79,11 @@ func principal(t *testing.T, st *services.Store, o PrincipalOpts) services.Princ
 	}
 	ctx := context.Background()
 	keys := accounts.NewKeys(st)
-	_, secret, err := keys.CreateKey(ctx, accounts.CreateKeyRequest{Namespace: o.Namespace, Name: o.Name, Role: o.Role})
+	if o.Owner != "" {
+		user(t, st, o.Owner, services.RoleOperator)
+	}
+	_, secret, err := keys.CreateKey(ctx, accounts.CreateKeyRequest{Namespace: o.Namespace, Name: o.Name, Role: o.Role,
+		Owner: o.Owner})
 	require.NoError(t, err)
 	p, err := keys.Authenticate(ctx, secret)
 	require.NoError(t, err)
@@ -127,7 +134,8 @@ func newFixture(t *testing.T, st *services.Store, o FixtureOpts) *fixture {
 		f.l = o.Ledger
 	}
 	f.agent = principal(t, st, PrincipalOpts{Namespace: o.Namespace, Name: "refund-bot", Role: services.RoleAgent})
-	f.operator = principal(t, st, PrincipalOpts{Namespace: o.Namespace, Name: "ops-alice", Role: services.RoleOperator})
+	f.operator = principal(t, st, PrincipalOpts{Namespace: o.Namespace, Name: "ops-alice", Role: services.RoleOperator,
+		Owner: "alice@example.com"})
 	return f
 }
 

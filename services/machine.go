@@ -516,7 +516,7 @@ func decide(to record.Status) rule {
 			attempt = &n
 		}
 		return plan{outcome: record.OutcomeRecorded, next: next,
-			record: &recordSpec{typ: record.TypeDecision, attempt: attempt, payload: d.payload()},
+			record: &recordSpec{typ: record.TypeDecision, attempt: attempt, payload: d.payload(s.actor.Via)},
 			events: events}
 	}
 }

@@ -35,6 +35,10 @@ type Principal struct {
 	// Memberships are a person's roles (viewer or operator) per namespace,
 	// or Everywhere; an admin needs none.
 	Memberships map[string]Role
+	// OwnerID and OwnerEmail name the person an API key belongs to, whose
+	// approvals it gives; empty for a key without an (active) owner, which
+	// may not approve, and for people, who are themselves.
+	OwnerID, OwnerEmail string
 }
 
 // CanWrite reports whether p may write entries.

@@ -125,13 +125,13 @@ func TestDecidedCarriesTheDecision(t *testing.T) {
 		m := messageOf(t, r)
 		require.Equal(t, record.EventDecided, m.Type)
 		require.Equal(t, &services.DecisionInfo{Decision: "retry", Reason: "No refund in the PSP for order 8812.",
-			Operator: "ops-alice"}, m.Data.Decision)
+			Operator: "alice@example.com"}, m.Data.Decision)
 		require.Equal(t, a.ID, m.Data.Action.ID)
 		require.Equal(t, record.StatusRetryRequested, m.Data.Action.Status)
 		require.Equal(t, 3, m.Data.Action.Version)
 		require.Equal(t, record.TypeDecision, m.Data.Entry.Type)
 		require.Equal(t, 3, m.Data.Entry.Seq)
-		require.Equal(t, record.Actor{Kind: "operator", Name: "ops-alice"}, m.Data.Entry.Actor)
+		require.Equal(t, record.Actor{Kind: "operator", Name: "alice@example.com", Via: "api_key:ops-alice"}, m.Data.Entry.Actor)
 		require.Equal(t, m.Data.Entry.RecordedAt, m.Timestamp)
 	})
 }

@@ -49,6 +49,7 @@ type AdminKey struct {
 	Name      string
 	Role      string
 	Namespace string // empty for global (admin) keys
+	Owner     string // the owner's email; empty for a key without an owner
 	CreatedAt time.Time
 	RevokedAt *time.Time
 }

@@ -42,16 +42,21 @@ func adminKey(k models.APIKey) views.AdminKey {
 	if k.Namespace != nil {
 		v.Namespace = *k.Namespace
 	}
+	if k.Owner != nil {
+		v.Owner = k.Owner.Email
+	}
 	return v
 }
 
 // createKey answers with the page itself, not a redirect: the secret exists
 // only in this response, so it must never be cached or put in a cookie.
+// The key belongs to the admin who creates it: its approvals count as theirs.
 func (h *adminPages) createKey(c echo.Context) error {
 	form := views.KeyForm{Namespace: strings.TrimSpace(c.FormValue("namespace")),
 		Name: strings.TrimSpace(c.FormValue("name")), Role: c.FormValue("role")}
+	me, _ := currentUser(c)
 	m, secret, err := h.apiKeys.CreateKey(c.Request().Context(), accounts.CreateKeyRequest{
-		Namespace: form.Namespace, Name: form.Name, Role: services.Role(form.Role)})
+		Namespace: form.Namespace, Name: form.Name, Role: services.Role(form.Role), Owner: me.Email})
 	if err != nil {
 		return refused(c, err, func(status int, msg string) error {
 			form.Error = msg

@@ -20,7 +20,8 @@ func TestApprovalOnTheWire(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		e := newEnv(t, st)
 		agent := e.key("payments", "refund-bot", services.RoleAgent)
-		alice := e.key("payments", "ops-alice", services.RoleOperator)
+		e.user("alice@example.com", services.RoleOperator)
+		alice := e.ownedKey("payments", "ops-alice", services.RoleOperator, "alice@example.com")
 		intent := `{"key":"refund:order-9001","type":"intent","tool":"payments.refund","effect":"keyed","params":{"amount":250000},"require_approval":true}`
 
 		status, m := e.do("POST", "/v1/entries", agent, intent)
@@ -55,7 +56,7 @@ func TestApprovalOnTheWire(t *testing.T) {
 		require.Equal(t, "approved", a["status"])
 		votes := a["approval"].(map[string]any)["approvals"].([]any)
 		require.Len(t, votes, 1)
-		require.Equal(t, map[string]any{"kind": "operator", "name": "ops-alice"}, votes[0].(map[string]any)["by"])
+		require.Equal(t, map[string]any{"kind": "operator", "name": "alice@example.com", "via": "api_key:ops-alice"}, votes[0].(map[string]any)["by"])
 		require.NotContains(t, votes[0], "identity")
 		require.Equal(t, "decision", m["entry"].(map[string]any)["type"])
 		_, metrics := e.doRaw("GET", "/metrics", "", "")
@@ -96,7 +97,8 @@ func TestPreferWait(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		e := newEnv(t, st)
 		agent := e.key("payments", "refund-bot", services.RoleAgent)
-		alice := e.key("payments", "ops-alice", services.RoleOperator)
+		e.user("alice@example.com", services.RoleOperator)
+		alice := e.ownedKey("payments", "ops-alice", services.RoleOperator, "alice@example.com")
 		intent := func(key string) string {
 			return `{"key":"` + key + `","type":"intent","tool":"payments.refund","params":{"amount":1},"require_approval":true}`
 		}

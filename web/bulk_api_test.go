@@ -89,7 +89,7 @@ func TestBulkDecisionsAPI(t *testing.T) {
 			es := m["entries"].([]any)
 			last := es[len(es)-1].(map[string]any)
 			require.Equal(t, "decision", last["type"])
-			require.Equal(t, map[string]any{"kind": "operator", "name": "on-call"}, last["actor"])
+			require.Equal(t, map[string]any{"kind": "operator", "name": "on-call", "via": "api_key:on-call"}, last["actor"])
 			require.Equal(t, "card network outage", last["payload"].(map[string]any)["reason"])
 		}
 

@@ -99,7 +99,7 @@ func TestBulkDecisionWithoutJavaScript(t *testing.T) {
 		es := m["entries"].([]any)
 		last := es[len(es)-1].(map[string]any)
 		require.Equal(t, "decision", last["type"])
-		require.Equal(t, map[string]any{"kind": "operator", "name": "oncall@example.com"}, last["actor"])
+		require.Equal(t, map[string]any{"kind": "operator", "name": "oncall@example.com", "via": "dashboard"}, last["actor"])
 		require.Equal(t, "PSP outage: none of these went out", last["payload"].(map[string]any)["reason"])
 
 		// The same confirmation again: both are left alone now.

@@ -125,8 +125,8 @@ func TestBrowserBulkAbandonOnTriage(t *testing.T) {
 				}
 			}
 			require.Len(t, decisions, 1, "one decision entry for %s", id)
-			require.Equal(t, map[string]any{"kind": "operator", "name": "oncall@example.com"}, decisions[0]["actor"])
-			require.Equal(t, map[string]any{"decision": "abandon", "reason": reason}, decisions[0]["payload"])
+			require.Equal(t, map[string]any{"kind": "operator", "name": "oncall@example.com", "via": "dashboard"}, decisions[0]["actor"])
+			require.Equal(t, map[string]any{"decision": "abandon", "reason": reason, "via": "dashboard"}, decisions[0]["payload"])
 		}
 		require.Empty(t, tb.consoleErrors())
 		if updateScreenshots && st.Dialect == services.SQLite {

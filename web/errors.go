@@ -30,6 +30,7 @@ var statusOf = map[string]int{
 	services.CodeVersionConflict:             http.StatusConflict,
 	services.CodeAlreadyApproved:             http.StatusConflict,
 	services.CodeApprovalExpired:             http.StatusConflict,
+	services.CodeApproverUnknown:             http.StatusForbidden,
 	services.CodeInvalidPolicy:               http.StatusBadRequest,
 	services.CodeConflict:                    http.StatusConflict,
 	services.CodeTooManyMatched:              http.StatusConflict,

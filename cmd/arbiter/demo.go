@@ -24,6 +24,9 @@ type demoCmd struct {
 // demoEmail is the dashboard user the demo signs people in as.
 const demoEmail = "demo@localhost"
 
+// demoOncallEmail owns the demo's on-call keys.
+const demoOncallEmail = "oncall@localhost"
+
 // Run starts the server exactly as serve does, on an SQLite database of its
 // own, and a simulated fleet of agents working against it through the Go
 // SDK, until Ctrl-C. It never touches ARBITER_DATABASE_URL: a demo must not
@@ -138,22 +141,30 @@ func demoUser(ctx context.Context, st *services.Store) (string, error) {
 // CLI. Keys are cheap and shown once, so every run makes new ones.
 func demoAPIKeys(ctx context.Context, st *services.Store) (demoKeys, string, error) {
 	keys := accounts.NewKeys(st)
+	// Approvals count people: the on-call keys belong to an on-call person
+	// of their own, so you, approving in the dashboard, are someone else.
+	_, err := accounts.New(st).CreateUser(ctx, demoOncallEmail, services.RoleOperator, accounts.RandomToken(20))
+	if err != nil && !errors.Is(err, services.ErrConflict) {
+		return demoKeys{}, "", fmt.Errorf("demo: create user %s: %w", demoOncallEmail, err)
+	}
 	var k demoKeys
 	var admin string
 	for _, want := range []struct {
 		ns, name string
 		role     services.Role
 		into     *string
+		owner    string
 	}{
-		{"payments", "refund-bot", services.RoleAgent, &k.refundBot},
-		{"payments", "billing-bot", services.RoleAgent, &k.billingBot},
-		{"support", "mail-bot", services.RoleAgent, &k.mailBot},
-		{"crm", "crm-bot", services.RoleAgent, &k.crmBot},
-		{"payments", "payments-oncall", services.RoleOperator, &k.paymentsOncall},
-		{"support", "support-oncall", services.RoleOperator, &k.supportOncall},
-		{"", "demo-cli", services.RoleAdmin, &admin},
+		{"payments", "refund-bot", services.RoleAgent, &k.refundBot, ""},
+		{"payments", "billing-bot", services.RoleAgent, &k.billingBot, ""},
+		{"support", "mail-bot", services.RoleAgent, &k.mailBot, ""},
+		{"crm", "crm-bot", services.RoleAgent, &k.crmBot, ""},
+		{"payments", "payments-oncall", services.RoleOperator, &k.paymentsOncall, demoOncallEmail},
+		{"support", "support-oncall", services.RoleOperator, &k.supportOncall, demoOncallEmail},
+		{"", "demo-cli", services.RoleAdmin, &admin, demoEmail},
 	} {
-		_, secret, err := keys.CreateKey(ctx, accounts.CreateKeyRequest{Namespace: want.ns, Name: want.name, Role: want.role})
+		_, secret, err := keys.CreateKey(ctx, accounts.CreateKeyRequest{Namespace: want.ns, Name: want.name, Role: want.role,
+			Owner: want.owner})
 		if err != nil {
 			return demoKeys{}, "", fmt.Errorf("demo: create key %s: %w", want.name, err)
 		}

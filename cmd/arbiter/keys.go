@@ -24,6 +24,7 @@ type keysCreateCmd struct {
 	Namespace string `help:"Namespace of the key (created if missing); not for admin keys."`
 	Name      string `required:"" help:"Who uses the key, e.g. refund-bot. Agents' entries are attributed to it."`
 	Role      string `required:"" enum:"agent,reader,operator,admin" help:"agent, reader, operator or admin."`
+	Owner     string `help:"Email of the user the key belongs to: its approvals count as that person's. A key without an owner may take every decision but approve."`
 }
 
 func (k *keysCreateCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
@@ -33,7 +34,7 @@ func (k *keysCreateCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error
 	}
 	defer st.Close()
 	m, secret, err := accounts.NewKeys(st).CreateKey(ctx, accounts.CreateKeyRequest{
-		Namespace: k.Namespace, Name: k.Name, Role: services.Role(k.Role)})
+		Namespace: k.Namespace, Name: k.Name, Role: services.Role(k.Role), Owner: k.Owner})
 	if err != nil {
 		return err
 	}
@@ -41,7 +42,11 @@ func (k *keysCreateCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error
 	if m.Namespace != nil {
 		where = "namespace " + *m.Namespace
 	}
-	fmt.Printf("created %s key %q (%s), id %s\n", m.Role, m.Name, where, m.ID)
+	owner := "no owner"
+	if m.Owner != nil {
+		owner = "owned by " + m.Owner.Email
+	}
+	fmt.Printf("created %s key %q (%s, %s), id %s\n", m.Role, m.Name, where, owner, m.ID)
 	fmt.Println("store it now: it is shown only once")
 	fmt.Println(secret)
 	return nil
@@ -68,28 +73,36 @@ func (k *keysListCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
 			Role      string     `json:"role"`
 			Namespace *string    `json:"namespace"`
 			Name      string     `json:"name"`
+			Owner     *string    `json:"owner"`
 			CreatedAt time.Time  `json:"created_at"`
 			RevokedAt *time.Time `json:"revoked_at"`
 		}
 		rows := make([]row, 0, len(keys))
 		for _, m := range keys {
-			rows = append(rows, row{m.ID, m.Prefix + "…", m.Role, m.Namespace, m.Name, m.CreatedAt.UTC(), m.RevokedAt})
+			var owner *string
+			if m.Owner != nil {
+				owner = &m.Owner.Email
+			}
+			rows = append(rows, row{m.ID, m.Prefix + "…", m.Role, m.Namespace, m.Name, owner, m.CreatedAt.UTC(), m.RevokedAt})
 		}
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tPREFIX\tROLE\tNAMESPACE\tNAME\tCREATED\tSTATE")
+	fmt.Fprintln(w, "ID\tPREFIX\tROLE\tNAMESPACE\tNAME\tOWNER\tCREATED\tSTATE")
 	for _, m := range keys {
-		ns, state := "-", "active"
+		ns, state, owner := "-", "active", "-"
+		if m.Owner != nil {
+			owner = m.Owner.Email
+		}
 		if m.Namespace != nil {
 			ns = *m.Namespace
 		}
 		if m.RevokedAt != nil {
 			state = "revoked " + m.RevokedAt.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(w, "%s\t%s…\t%s\t%s\t%s\t%s\t%s\n", m.ID, m.Prefix, m.Role, ns, m.Name,
+		fmt.Fprintf(w, "%s\t%s…\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, m.Prefix, m.Role, ns, m.Name, owner,
 			m.CreatedAt.UTC().Format(time.RFC3339), state)
 	}
 	return w.Flush()

@@ -16,8 +16,10 @@ func TestPoliciesCLI(t *testing.T) {
 	env := []string{"ARBITER_DATABASE_URL=" + dbtest.SQLiteURL(t)}
 	p := serve(t, dir, env)
 	agentKey := createKey(t, dir, env, "--namespace", "payments", "--name", "refund-bot", "--role", "agent")
-	operatorKey := createKey(t, dir, env, "--namespace", "payments", "--name", "on-call", "--role", "operator")
-	adminKey := createKey(t, dir, env, "--name", "ops-admin", "--role", "admin")
+	createUser(t, dir, env, "oncall@example.com", "operator")
+	createUser(t, dir, env, "admin@example.com", "admin")
+	operatorKey := createKey(t, dir, env, "--namespace", "payments", "--name", "on-call", "--role", "operator", "--owner", "oncall@example.com")
+	adminKey := createKey(t, dir, env, "--name", "ops-admin", "--role", "admin", "--owner", "admin@example.com")
 	admin, op := operatorCLI(t, p.url, adminKey), operatorCLI(t, p.url, operatorKey)
 
 	status, m := post(t, p.url+"/v1/entries", agentKey,

@@ -23,7 +23,8 @@ func TestPreferWaitAcrossReplicas(t *testing.T) {
 	a := serve(t, dir, env, "--migrate")
 	b := serve(t, dir, env)
 	agent := createKey(t, dir, env, "--namespace", "payments", "--name", "refund-bot", "--role", "agent")
-	operator := createKey(t, dir, env, "--namespace", "payments", "--name", "ops-alice", "--role", "operator")
+	createUser(t, dir, env, "alice@example.com", "operator")
+	operator := createKey(t, dir, env, "--namespace", "payments", "--name", "ops-alice", "--role", "operator", "--owner", "alice@example.com")
 	intent := `{"key":"refund:order-7","type":"intent","tool":"payments.refund","params":{"amount":1},"require_approval":true}`
 	status, m := post(t, a.url+"/v1/entries", agent, intent)
 	require.Equal(t, 202, status, "%v", m)

@@ -83,6 +83,10 @@ type CreateKeyRequest struct {
 	Namespace string // required unless Role is admin; created if missing
 	Name      string
 	Role      services.Role
+	// Owner is the email of the user the key belongs to: the person its
+	// approvals count as. Empty for a key without an owner, which may take
+	// every decision but approve.
+	Owner string
 }
 
 // CreateKey makes a key and returns it with its secret, which is never stored
@@ -103,6 +107,10 @@ func (k *Keys) CreateKey(ctx context.Context, r CreateKeyRequest) (models.APIKey
 	if r.Name == "" || len(r.Name) > services.MaxLabelBytes || !services.Printable(r.Name) {
 		return models.APIKey{}, "", services.Errorf(services.CodeInvalid, "a key needs a name of 1 to %d printable bytes", services.MaxLabelBytes)
 	}
+	owner, err := k.owner(ctx, r.Owner)
+	if err != nil {
+		return models.APIKey{}, "", err
+	}
 	var ns *string
 	if r.Namespace != "" {
 		if err := k.EnsureNamespace(ctx, r.Namespace); err != nil {
@@ -114,16 +122,43 @@ func (k *Keys) CreateKey(ctx context.Context, r CreateKeyRequest) (models.APIKey
 	sum := sha256.Sum256([]byte(secret))
 	m := models.APIKey{ID: driver.NewID(), Namespace: ns, Name: r.Name, Role: string(r.Role),
 		Prefix: secret[:len(KeyPrefix)+8], Hash: sum[:], CreatedAt: services.Now()}
-	if err := k.st.GormWriter().WithContext(ctx).Create(&m).Error; err != nil {
+	if owner != nil {
+		m.OwnerID = &owner.ID
+	}
+	if err := k.st.GormWriter().WithContext(ctx).Omit("Owner").Create(&m).Error; err != nil {
 		return models.APIKey{}, "", services.DBError("keys: create", err)
 	}
+	m.Owner = owner
 	return m, secret, nil
+}
+
+// owner finds the user a new key is to belong to; nil for none.
+func (k *Keys) owner(ctx context.Context, email string) (*models.User, error) {
+	if email == "" {
+		return nil, nil
+	}
+	norm, err := normalizeEmail(email)
+	if err != nil {
+		return nil, services.Errorf(services.CodeInvalid, "the owner of a key is a user's email: %q is not an email address", email)
+	}
+	var u models.User
+	if err := k.st.Gorm().WithContext(ctx).Where("email = ?", norm).Limit(1).Find(&u).Error; err != nil {
+		return nil, services.DBError("keys: find owner", err)
+	}
+	if u.ID == "" {
+		return nil, services.Errorf(services.CodeInvalid,
+			"no user has email %q: a key's owner must be a user (create one with `arbiter users create`, or in the dashboard)", norm)
+	}
+	if u.DisabledAt != nil {
+		return nil, services.Errorf(services.CodeInvalid, "user %q is disabled and cannot own a key", norm)
+	}
+	return &u, nil
 }
 
 // ListKeys returns every key (never a secret), newest first.
 func (k *Keys) ListKeys(ctx context.Context) ([]models.APIKey, error) {
 	var out []models.APIKey
-	err := k.st.Gorm().WithContext(ctx).Order("created_at DESC, id DESC").Find(&out).Error
+	err := k.st.Gorm().WithContext(ctx).Preload("Owner").Order("created_at DESC, id DESC").Find(&out).Error
 	return out, services.DBErrorOrNil("keys: list", err)
 }
 
@@ -182,6 +217,17 @@ func (k *Keys) Authenticate(ctx context.Context, secret string) (services.Princi
 	p := services.Principal{Kind: "api_key", ID: m.ID, Name: m.Name, Role: services.Role(m.Role)}
 	if m.Namespace != nil {
 		p.Namespace = *m.Namespace
+	}
+	if m.OwnerID != nil {
+		// A key approves for its owner only while the owner may sign in:
+		// a disabled person's key keeps its other rights, not their vote.
+		var u models.User
+		if err := k.st.Gorm().WithContext(ctx).Where("id = ?", *m.OwnerID).Limit(1).Find(&u).Error; err != nil {
+			return services.Principal{}, services.DBError("keys: authenticate", err)
+		}
+		if u.ID != "" && u.DisabledAt == nil {
+			p.OwnerID, p.OwnerEmail = u.ID, u.Email
+		}
 	}
 	k.cache.mu.Lock()
 	if len(k.cache.m) > 10000 {

@@ -86,6 +86,7 @@ func ScanEntries(rows *sql.Rows, err error) ([]*record.Entry, error) {
 			return nil, err
 		}
 		en.Payload, en.OccurredAt, en.RecordedAt = payload, UTCOrNil(occurred), en.RecordedAt.UTC()
+		en.Actor.Via = record.ActorVia(en.Type, payload)
 		out = append(out, &en)
 	}
 	return out, rows.Err()

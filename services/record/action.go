@@ -55,6 +55,10 @@ func (a *Action) Clone() *Action {
 type Actor struct {
 	Kind ActorKind `json:"kind"`
 	Name string    `json:"name"`
+	// Via says how an operator decided: "dashboard" or "api_key:<key name>";
+	// Name is then the person (a user's email, a key's owner), or the key's
+	// name for a key without an owner.
+	Via string `json:"via,omitempty"`
 }
 
 // Entry is one immutable ledger record.

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -86,6 +87,24 @@ type DecisionPayload struct {
 	ExternalRef              *string         `json:"external_ref,omitempty"`
 	Reason                   string          `json:"reason"`
 	Result                   json.RawMessage `json:"result,omitempty"`
+	// Via is how the operator decided ("dashboard", "api_key:<key name>"):
+	// the entry's actor.via, kept here so the entries table needs no column
+	// for it (ActorVia reads it back).
+	Via string `json:"via,omitempty"`
+}
+
+// ActorVia is the actor's via of a decision entry's payload, or "".
+func ActorVia(t EntryType, payload []byte) string {
+	if t != TypeDecision || !bytes.Contains(payload, []byte(`"via"`)) {
+		return ""
+	}
+	var p struct {
+		Via string `json:"via"`
+	}
+	if json.Unmarshal(payload, &p) != nil {
+		return ""
+	}
+	return p.Via
 }
 
 // TimedOutPayload records the lease that passed.
