@@ -158,3 +158,16 @@ test("compensations: when a worker runs a requested compensation, every case of 
     assert.equal(compensationDue(rc), c.due, c.case);
   }
 });
+
+test("model messages: what the adapters tell the model are sdk/vectors.json's, word for word", async () => {
+  const { MODEL_MESSAGES, modelMessage } = await import("@arbiter-ledger/arbiter/openai-agents");
+  const ai = await import("@arbiter-ledger/arbiter/ai-sdk");
+  assert.deepEqual({ ...MODEL_MESSAGES }, vectors().model_messages.messages);
+  assert.equal(ai.MODEL_MESSAGES, MODEL_MESSAGES);
+  assert.equal(modelMessage("failed"), "Not done: the call failed and did not take effect.", "no detail: the text ends at the sentence before it");
+  assert.equal(
+    modelMessage("held", "arbiter: held", "http://x/actions/1"),
+    "Not done: an earlier attempt's outcome is unknown and a person is checking it. Do not call the tool again; tell the user it is being checked (http://x/actions/1). arbiter: held",
+  );
+  assert.match(modelMessage("held"), /\(the Arbiter dashboard\)\.$/);
+});
