@@ -23,9 +23,9 @@
  */
 
 import type { Client } from "./client.js";
-import { carrying, decisions, toolGuardOf, ToolGuard, type ApprovalState, type ToolGuardOptions } from "./tools.js";
+import { carrying, decisions, toolGuardOf, ToolGuard, type ApprovalState, type InputOf, type ToolGuardOptions } from "./tools.js";
 
-export { ToolGuard, modelAnswer, type ApprovalState, type ToolGuardOptions } from "./tools.js";
+export { ToolGuard, modelAnswer, type ApprovalState, type InputOf, type ToolGuardOptions } from "./tools.js";
 export { MODEL_MESSAGES, modelMessage, type ModelMessageKind } from "./messages.js";
 
 /** The part of an AI SDK tool that Arbiter supplies. */
@@ -45,12 +45,23 @@ export interface ArbiterAiTool<I, O> {
  * with a tool-approval-request. Other answers throw the guard's errors
  * (the SDK shows them to the model as the tool's error).
  */
-export function arbiterTool<I, O>(client: Client, options: ToolGuardOptions<I, O>): ArbiterAiTool<I, O> {
-  const g = new ToolGuard(client, options);
-  return {
+export function arbiterTool<S, O>(client: Client, options: ToolGuardOptions<InputOf<S>, O> & { schema: S }): ArbiterAiTool<InputOf<S>, O> & { inputSchema: S };
+export function arbiterTool<I, O>(client: Client, options: ToolGuardOptions<I, O>): ArbiterAiTool<I, O>;
+/**
+ * With `schema` (the tool's zod schema, or any Standard Schema), the
+ * input's type is the schema's and the result carries it as inputSchema,
+ * so tool({ description, ...arbiterTool(arbiter, { schema, … }) }) needs
+ * it once.
+ */
+export function arbiterTool<I, O>(client: Client, options: ToolGuardOptions<I, O> & { schema?: unknown }): ArbiterAiTool<I, O> & { inputSchema?: unknown } {
+  const { schema, ...rest } = options;
+  const g = new ToolGuard<I, O>(client, rest);
+  const t: ArbiterAiTool<I, O> & { inputSchema?: unknown } = {
     execute: (input, opts) => g.execute(input, opts?.abortSignal),
     needsApproval: carrying((input: I) => g.needsApproval(input), g),
   };
+  if (schema !== undefined) t.inputSchema = schema;
+  return t;
 }
 
 /** The SDK's answer to one tool-approval-request. */

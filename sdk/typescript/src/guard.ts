@@ -40,8 +40,8 @@ export interface Attempt {
 }
 
 /** What a guarded function returns: the result to save (any JSON) and the effect's id downstream. */
-export interface GuardReturn {
-  result?: unknown;
+export interface GuardReturn<R = unknown> {
+  result?: R;
   externalRef?: string;
 }
 
@@ -57,7 +57,7 @@ export interface GuardReturn {
  *  - unknown(err): it may have happened (a timeout, a lost answer); nothing
  *    is recorded and the action waits for a person once its lease passes.
  */
-export type GuardFunc = (attempt: Attempt, signal: AbortSignal) => Promise<GuardReturn | void> | GuardReturn | void;
+export type GuardFunc<R = unknown> = (attempt: Attempt, signal: AbortSignal) => Promise<GuardReturn<R> | void> | GuardReturn<R> | void;
 
 /**
  * Undoes the effect of an action an operator asked to compensate; returns
@@ -120,8 +120,12 @@ export interface GuardSpec {
   approvalWaitMs?: number;
 }
 
-/** What a guarded call came to. */
-export interface Outcome {
+/**
+ * What a guarded call came to. R is the type of the result the guarded
+ * function returns; a replay gives back the saved result (as JSON keeps
+ * it), and undefined when none was saved (confirmed without a result).
+ */
+export interface Outcome<R = unknown> {
   /** The function ran in this call; false for a replay or a compensation. */
   ran: boolean;
   /** The call undid the effect at an operator's request. */
@@ -131,7 +135,7 @@ export interface Outcome {
   /** The action as the ledger last answered, if it answered. */
   action: Action | null;
   /** The saved result, and the effect's id downstream ("" if none). */
-  result: unknown;
+  result: R | undefined;
   externalRef: string;
 }
 
@@ -142,10 +146,10 @@ export interface Settled {
 }
 
 /** The guard of Client.guard: see the README and GuardSpec. */
-export async function guard(client: Client, spec: GuardSpec, fn: GuardFunc, signal?: AbortSignal): Promise<Outcome> {
-  const s = await settle(client, spec, fn, signal);
+export async function guard<R = unknown>(client: Client, spec: GuardSpec, fn: GuardFunc<R>, signal?: AbortSignal): Promise<Outcome<R>> {
+  const s = await settle(client, spec, fn as GuardFunc, signal);
   if ("error" in s) throw s.error;
-  return s.outcome!;
+  return s.outcome! as Outcome<R>;
 }
 
 /**

@@ -25,9 +25,9 @@
  */
 
 import type { Client } from "./client.js";
-import { carrying, decisions, modelAnswer, toolGuardOf, ToolGuard, type ApprovalState, type ToolGuardOptions } from "./tools.js";
+import { carrying, decisions, modelAnswer, toolGuardOf, ToolGuard, type ApprovalState, type InputOf, type ToolGuardOptions } from "./tools.js";
 
-export { ToolGuard, modelAnswer, type ApprovalState, type ToolGuardOptions } from "./tools.js";
+export { ToolGuard, modelAnswer, type ApprovalState, type InputOf, type ToolGuardOptions } from "./tools.js";
 export { MODEL_MESSAGES, modelMessage, type ModelMessageKind } from "./messages.js";
 
 /** The part of an OpenAI Agents function tool that Arbiter supplies. */
@@ -54,13 +54,23 @@ const DEFAULT_TOOL_ERROR = "An error occurred while running the tool. Please try
  * "model_messages", where the framework's default would invite it to try
  * again.
  */
-export function arbiterTool<I, O>(client: Client, options: ToolGuardOptions<I, O>): ArbiterAgentsTool<I, O> {
-  const g = new ToolGuard(client, options);
-  return {
+export function arbiterTool<S, O>(client: Client, options: ToolGuardOptions<InputOf<S>, O> & { schema: S }): ArbiterAgentsTool<InputOf<S>, O> & { parameters: S };
+export function arbiterTool<I, O>(client: Client, options: ToolGuardOptions<I, O>): ArbiterAgentsTool<I, O>;
+/**
+ * With `schema` (the tool's zod schema), the input's type is the schema's
+ * and the result carries it as parameters, so tool({ name, description,
+ * ...arbiterTool(arbiter, { schema, … }) }) needs it once.
+ */
+export function arbiterTool<I, O>(client: Client, options: ToolGuardOptions<I, O> & { schema?: unknown }): ArbiterAgentsTool<I, O> & { parameters?: unknown } {
+  const { schema, ...rest } = options;
+  const g = new ToolGuard<I, O>(client, rest);
+  const t: ArbiterAgentsTool<I, O> & { parameters?: unknown } = {
     execute: (input, _context, details) => g.execute(input, details?.signal),
     needsApproval: carrying((_runContext: unknown, input: I) => g.needsApproval(input), g),
     errorFunction: (_context, error) => modelAnswer(error, client) ?? DEFAULT_TOOL_ERROR,
   };
+  if (schema !== undefined) t.parameters = schema;
+  return t;
 }
 
 /** The parts of a run's approval item and result this module reads. */

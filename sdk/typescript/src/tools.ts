@@ -65,6 +65,21 @@ export interface ToolGuardOptions<I, O> {
   execute: (input: I, attempt: Attempt, signal: AbortSignal) => Promise<O> | O;
 }
 
+/**
+ * The input a tool's schema describes, for arbiterTool's `schema` option:
+ * a Standard Schema's output (zod 4, valibot, arktype), zod 3's _output,
+ * or the AI SDK's jsonSchema<T>()/Schema<T>; unknown for anything else.
+ */
+export type InputOf<S> = S extends { readonly "~standard": { readonly types?: infer T } }
+  ? NonNullable<T> extends { readonly output: infer Out }
+    ? Out
+    : unknown
+  : S extends { readonly _output: infer Out }
+    ? Out
+    : S extends { readonly _type: infer Out }
+      ? Out
+      : unknown;
+
 /** What Arbiter decided about the approval of the action a tool call would perform. */
 export type ApprovalState =
   | { state: "approved"; action: Action }
