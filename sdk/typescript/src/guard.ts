@@ -19,6 +19,7 @@ import {
   messageOf,
   retriable,
 } from "./errors.js";
+import { classifyWith, kindPrefix, type Classifier } from "./classify.js";
 import { startHeartbeats } from "./heartbeat.js";
 import type { Action, Effect, Entry, EntryResult, EntryType } from "./types.js";
 
@@ -51,11 +52,16 @@ export interface GuardReturn<R = unknown> {
  * when the attempt may no longer continue (its lease was lost: reason
  * LeaseLostError) or the caller gave up.
  *
- * What it throws says what is known about the effect:
- *  - a plain error: it did not happen, and it is final (recorded failed);
- *  - retriable(err): it did not happen, and a later intent may try again;
- *  - unknown(err): it may have happened (a timeout, a lost answer); nothing
- *    is recorded and the action waits for a person once its lease passes.
+ * What it throws says what is known about the effect (sdk/vectors.json
+ * "outcomes", or spec.classify):
+ *  - NotDone (or retriable(err)): it did not happen (recorded failed;
+ *    NotDone's retriable, or retriable(), lets a later intent try again);
+ *    so does a connection refused, and an HTTP status in
+ *    spec.notDoneStatuses;
+ *  - anything else (a timeout, a lost connection, unknown(err), an error
+ *    the SDK cannot classify): it may have happened; recorded
+ *    outcome_unknown, the action goes to a lookup and then a person, and
+ *    the next call gets HeldError.
  */
 export type GuardFunc<R = unknown> = (attempt: Attempt, signal: AbortSignal) => Promise<GuardReturn<R> | void> | GuardReturn<R> | void;
 
@@ -110,6 +116,18 @@ export interface GuardSpec {
   compensate?: CompensateFunc;
   /** Holds the action's first intent until a person approves it. */
   requireApproval?: boolean;
+  /**
+   * HTTP statuses of the downstream that prove the effect did not happen
+   * (e.g. [400, 402, 404, 409, 422]): an error carrying one (status,
+   * statusCode or response.status) is recorded failed. None by default.
+   */
+  notDoneStatuses?: number[];
+  /**
+   * Replaces the rule of sdk/vectors.json "outcomes" for what the function
+   * threw: "failed", "failed_retriable" or "outcome_unknown" (a classifier
+   * that throws counts as outcome_unknown).
+   */
+  classify?: Classifier;
   /**
    * How long to wait for the decision on an action held for approval (by
    * requireApproval or a policy): the guard waits on the server (Prefer:
@@ -322,18 +340,44 @@ async function outcomeUnknown(
   return { error: new OutcomeUnknownError(a.actionId, a.key, a.number, compensation, err) };
 }
 
+/**
+ * The attempt's effect may have happened: record outcome_unknown (the
+ * action is timed out at once: a lookup, then a person), unless the lease
+ * was lost (the attempt is no longer this caller's to report). A server
+ * that does not know the entry type gets a note instead, and the lease
+ * passes.
+ */
+async function reportOutcomeUnknown(client: Client, spec: GuardSpec, a: Attempt, err: unknown, lost: unknown): Promise<Settled> {
+  if (!lost) {
+    const e = entryOf(spec, "outcome_unknown", a.number);
+    e.error = errorText(`${kindPrefix(err)}${messageOf(err)}`);
+    try {
+      await report(client, a, e, undefined);
+    } catch (reportErr) {
+      if (!(reportErr instanceof ArbiterError && (reportErr.status === 400 || reportErr.status === 422))) {
+        return { error: withFunctionError(reportErr, new OutcomeUnknownError(a.actionId, a.key, a.number, false, err)) };
+      }
+      const note = entryOf(spec, "note", a.number);
+      note.message = `outcome unknown: ${e.error}`;
+      await client.submit(note).catch(() => undefined);
+    }
+  }
+  return { error: new OutcomeUnknownError(a.actionId, a.key, a.number, false, err) };
+}
+
 /** Runs fn for the attempt the ledger granted and records its outcome. */
 async function execute(client: Client, spec: GuardSpec, res: EntryResult, fn: GuardFunc, signal?: AbortSignal): Promise<Settled> {
   const a = attemptOf(spec, res);
   const r = await runLeased(client, spec, a, signal, (s) => fn(a, s));
-  if (r.threw && (r.lost || signal?.aborted || isUnknown(r.err))) {
-    return outcomeUnknown(client, spec, a, r.err, r.lost, signal, false);
+  const classified = r.threw && !r.lost ? classifyWith(r.err, spec.classify, spec.notDoneStatuses) : "outcome_unknown";
+  if (r.threw && classified === "outcome_unknown") {
+    return reportOutcomeUnknown(client, spec, a, r.err, r.lost);
   }
   const outcome: Outcome = { ran: true, compensated: false, attempt: a.number, action: null, result: undefined, externalRef: "" };
   if (r.threw) {
     const e = entryOf(spec, "failed", a.number);
     e.error = errorText(r.err);
-    e.retriable = isRetriable(r.err);
+    e.retriable = classified === "failed_retriable";
     try {
       outcome.action = (await report(client, a, e, signal)).action;
     } catch (reportErr) {

@@ -21,6 +21,7 @@ import {
   isCode,
   isUnavailable,
 } from "./errors.js";
+import type { Classifier } from "./classify.js";
 import { settle, type Attempt, type GuardSpec } from "./guard.js";
 import { modelMessage } from "./messages.js";
 import type { Action, Effect } from "./types.js";
@@ -53,6 +54,10 @@ export interface ToolGuardOptions<I, O> {
    * at once that the call waits for approval).
    */
   approvalWaitMs?: number;
+  /** HTTP statuses of the downstream that prove the effect did not happen: see GuardSpec.notDoneStatuses. */
+  notDoneStatuses?: number[];
+  /** Replaces the rule for what execute threw: see GuardSpec.classify. */
+  classify?: Classifier;
   /** The effect's id downstream, from what execute returned: saved on the action. */
   externalRef?: (output: O) => string | undefined;
   /**
@@ -117,6 +122,8 @@ export class ToolGuard<I, O> {
     if (o.runId) spec.runId = o.runId;
     if (o.waitMs) spec.waitMs = o.waitMs;
     if (o.approvalWaitMs) spec.approvalWaitMs = o.approvalWaitMs;
+    if (o.notDoneStatuses) spec.notDoneStatuses = o.notDoneStatuses;
+    if (o.classify) spec.classify = o.classify;
     return spec;
   }
 

@@ -31,6 +31,7 @@ export type EntryType =
   | "heartbeat"
   | "succeeded"
   | "failed"
+  | "outcome_unknown"
   | "compensated"
   | "note"
   | "lookup"
