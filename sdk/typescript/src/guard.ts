@@ -211,7 +211,8 @@ export async function settle(client: Client, spec: GuardSpec, fn: GuardFunc, sig
           throw new HeldError(action.id, spec.key, res.attempt ?? 0, url, action.status === "compensation_requested");
         case "pending_approval":
           if (approvalWaitLeftS(spec, start) <= 0) {
-            throw new PendingApprovalError(action.id, spec.key, url, Date.now() - start);
+            const policyErrors = (action.approval?.policies ?? []).filter((p) => p.error).map((p) => `${p.name}: ${p.error}`);
+            throw new PendingApprovalError(action.id, spec.key, url, Date.now() - start, policyErrors);
           }
           break; // ask again, waiting on the server for the decision
         case "denied": {
