@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
@@ -83,6 +83,7 @@ test("npm install /path/to/sdk/typescript of a fresh checkout builds it, and it 
     for (const f of ["package.json", "package-lock.json", "tsconfig.json", "README.md", "src"]) cpSync(join(source, f), join(checkout, f), { recursive: true });
     assert.ok(!existsSync(join(checkout, "dist")));
     const project = join(work, "project");
+    mkdirSync(project);
     writeFileSync(join(project, "package.json"), JSON.stringify({ name: "path-install", private: true, type: "module" }));
     execFileSync("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error", checkout], { cwd: project, stdio: "pipe" });
     const out = execFileSync(
