@@ -191,8 +191,8 @@ export class ToolGuard<I, O> {
     if (a.status === "denied") {
       const rej = a.approval?.rejection;
       const reason = rej
-        ? `Arbiter: rejected by ${rej.by.name}${rej.reason ? `: ${rej.reason}` : ""}`
-        : "Arbiter: the approval expired before anyone approved it";
+        ? modelMessage("denied", `Arbiter: rejected by ${rej.by.name}${rej.reason ? `: ${rej.reason}` : ""}`, this.client.actionUrl(a.id))
+        : modelMessage("denied", "Arbiter: the approval expired before anyone approved it", this.client.actionUrl(a.id));
       return { state: "denied", reason, action: a };
     }
     // Approved, or approved and run since: running it again is the

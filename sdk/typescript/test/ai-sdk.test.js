@@ -152,11 +152,11 @@ describe("Vercel AI SDK adapter", { skip: noServer || missing || false, concurre
     const answers = await arbiterApprovals(tools, first.content);
     assert.equal(answers.responses.length, 1);
     assert.equal(answers.responses[0].approved, false);
-    assert.equal(answers.responses[0].reason, "Arbiter: rejected by sdk-operator: the order was never paid");
+    assert.equal(answers.responses[0].reason, "Refused: a person rejected this call, or its approval expired. It will not run. Do not call the tool again; tell the user it was refused. Arbiter: rejected by sdk-operator: the order was never paid");
 
     messages.push(...first.response.messages, answers.message);
     const second = await generateText({ model, tools, messages });
-    assert.deepEqual(toolOutputs(second), [{ type: "execution-denied", reason: "Arbiter: rejected by sdk-operator: the order was never paid" }]);
+    assert.deepEqual(toolOutputs(second), [{ type: "execution-denied", reason: "Refused: a person rejected this call, or its approval expired. It will not run. Do not call the tool again; tell the user it was refused. Arbiter: rejected by sdk-operator: the order was never paid" }]);
     assert.equal(refunds.length, 0);
     assert.equal((await agent.actionByKey(`refund:${order}`)).status, "denied");
   });
