@@ -244,6 +244,7 @@ var allowedFields = map[record.EntryType][]string{
 	record.TypeHeartbeat:          {"attempt", "timeout"},
 	record.TypeSucceeded:          {"attempt", "result", "external_ref"},
 	record.TypeFailed:             {"attempt", "error", "retriable"},
+	record.TypeOutcomeUnknown:     {"attempt", "error"},
 	record.TypeCompensated:        {"attempt", "external_ref"},
 	record.TypeNote:               {"attempt", "message"},
 	record.TypeLookup:             {"attempt", "timeout"},
@@ -367,7 +368,7 @@ func (in *EntryInput) Validate() error {
 				return err
 			}
 		}
-	case record.TypeFailed, record.TypeCompensationFailed:
+	case record.TypeFailed, record.TypeOutcomeUnknown, record.TypeCompensationFailed:
 		if in.Error == nil || *in.Error == "" {
 			return Errorf(CodeInvalid, "field \"error\" is required for %s entries", in.Type)
 		}

@@ -417,7 +417,12 @@ func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput
 		if pl.then != nil && !u.tx {
 			return EntryResult{}, errNeedsTx
 		}
-		ch := l.newChange(act, pl, actor, in, now)
+		var ch *driver.Change
+		if pl.actor != nil { // the system records what time decided
+			ch = l.newChange(act, pl, *pl.actor, nil, now)
+		} else {
+			ch = l.newChange(act, pl, actor, in, now)
+		}
 		written, err := l.write(ctx, u, []*driver.Change{ch})
 		if err != nil {
 			return EntryResult{}, err
@@ -464,7 +469,7 @@ func (l *Ledger) alreadyRecorded(ctx context.Context, u *unit, a *record.Action,
 		return false, nil
 	}
 	switch in.Type {
-	case record.TypeSucceeded, record.TypeFailed, record.TypeCompensated:
+	case record.TypeSucceeded, record.TypeFailed, record.TypeOutcomeUnknown, record.TypeCompensated:
 	default:
 		return false, nil
 	}
@@ -529,10 +534,16 @@ func (l *Ledger) decideOn(ctx context.Context, p Principal, act *record.Action, 
 	now := l.now()
 	actor := record.Actor{Kind: record.ActorOperator, Name: p.Name}
 	pl := r(&step{now: now, ns: act.Namespace, act: act, dec: &d, actor: actor, identity: p.Kind + ":" + p.ID})
-	if pl.err != nil {
+	if pl.err != nil && pl.record == nil {
 		return nil, nil, pl.err
 	}
-	ch := l.newChange(act, pl, actor, nil, now)
+	// A refused decision may still record what time decided (an expired
+	// approval), by the system.
+	writer := actor
+	if pl.actor != nil {
+		writer = *pl.actor
+	}
+	ch := l.newChange(act, pl, writer, nil, now)
 	u := l.single()
 	written, err := l.write(ctx, u, []*driver.Change{ch})
 	if err != nil {
@@ -543,6 +554,9 @@ func (l *Ledger) decideOn(ctx context.Context, p Principal, act *record.Action, 
 	}
 	if u.alerted {
 		l.wakeDispatcher()
+	}
+	if pl.err != nil {
+		return nil, nil, pl.err
 	}
 	e := ch.Entry
 	return ch.Next.Clone(), &e, nil

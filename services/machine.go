@@ -29,6 +29,7 @@ const (
 	evHeartbeat       = event(record.TypeHeartbeat)
 	evSucceeded       = event(record.TypeSucceeded)
 	evFailed          = event(record.TypeFailed)
+	evOutcomeUnknown  = event(record.TypeOutcomeUnknown)
 	evCompensated     = event(record.TypeCompensated)
 	evNote            = event(record.TypeNote)
 	evDeadline        = event("deadline") // the sweeper saw the action's deadline pass
@@ -62,6 +63,10 @@ type plan struct {
 	next    *record.Action
 	record  *recordSpec
 	events  []record.EventType
+	// actor writes the record when it is not the step's actor: the system
+	// recording what time decided (an approval that expired) when an agent
+	// or an operator is the first to notice.
+	actor *record.Actor
 	// lease answers the entry when it is not the action's own lease (a
 	// lookup's).
 	lease *time.Time
@@ -159,6 +164,15 @@ var rules = ruleTable{
 		record.StatusTimedOut:       lateResult(record.StatusFailed),
 		record.StatusRetryRequested: lateResultKeepRetry, // a late failure leaves the requested retry in place
 		record.StatusFailed:         answer(record.OutcomeDuplicate),
+	},
+	// The agent cannot tell whether the effect happened: while the attempt
+	// runs, the action is timed out at once; later it is recorded as
+	// evidence and changes nothing (the outcome is already unknown, or a
+	// retry is already asked for).
+	evOutcomeUnknown: {
+		record.StatusInProgress:     outcomeUnknown,
+		record.StatusTimedOut:       recordReport,
+		record.StatusRetryRequested: recordReport,
 	},
 	// A compensated resent after the agent's own report is found by the
 	// ledger's duplicate check; after the operator's mark_compensated it is
@@ -456,6 +470,24 @@ func expire(s *step) plan {
 	return plan{outcome: record.OutcomeRecorded, next: next,
 		record: &recordSpec{typ: record.TypeTimedOut, attempt: &n, payload: &record.TimedOutPayload{LeaseUntil: s.act.LeaseUntil}},
 		events: []record.EventType{record.EventTimedOut}}
+}
+
+// outcomeUnknown decides an agent's outcome_unknown for the running
+// attempt: the action is timed out at once, as if its lease had passed,
+// and the entry keeps what the agent saw.
+func outcomeUnknown(s *step) plan {
+	next := s.act.Clone()
+	next.Status = record.StatusTimedOut
+	return plan{outcome: record.OutcomeRecorded, next: next,
+		record: &recordSpec{typ: record.TypeOutcomeUnknown, attempt: s.in.Attempt, payload: reportPayload(s.in)},
+		events: []record.EventType{record.EventTimedOut}}
+}
+
+// recordReport records the agent's entry as it came, without changing the
+// action.
+func recordReport(s *step) plan {
+	return plan{outcome: record.OutcomeRecorded,
+		record: &recordSpec{typ: s.in.Type, attempt: s.in.Attempt, payload: reportPayload(s.in)}}
 }
 
 func decide(to record.Status) rule {

@@ -100,6 +100,7 @@ func DecidedMessage(d record.Decision, a *record.Action) string {
 var entryNote = map[record.EntryType]string{
 	record.TypeTimedOut:           "the lease passed without an outcome: whether the effect happened is unknown",
 	record.TypeLateResult:         "reported after the lease passed",
+	record.TypeOutcomeUnknown:     "the agent could not tell whether the effect happened: the action is timed out, as if its lease had passed",
 	record.TypeStaleOutcome:       "from an attempt older than the current one — the effect may have happened twice",
 	record.TypeStaleHeartbeat:     "a heartbeat from an attempt older than the current one; ignored",
 	record.TypeKeyReused:          "the same key was offered with a different tool or params: refused, the stored action did not change",
@@ -118,7 +119,7 @@ var entryNote = map[record.EntryType]string{
 func entryWarns(typ record.EntryType) bool {
 	switch typ {
 	case record.TypeStaleOutcome, record.TypeKeyReused, record.TypeLateResult, record.TypeLeaseLost, record.TypeTimedOut,
-		record.TypeCompensationFailed, record.TypeCompensationTimedOut:
+		record.TypeOutcomeUnknown, record.TypeCompensationFailed, record.TypeCompensationTimedOut:
 		return true
 	}
 	return false
@@ -137,6 +138,14 @@ func entrySummary(e *record.Entry) string {
 		}
 	case e.Type == record.TypeLookup:
 		s = fmt.Sprintf("lookup lease of %s", time.Duration(p.Timeout*float64(time.Second)))
+	case e.Type == record.TypeOutcomeUnknown:
+		s = "outcome unknown"
+		if e.Attempt != nil {
+			s += fmt.Sprintf(" for attempt %d", *e.Attempt)
+		}
+		if p.Error != "" {
+			s += ": " + p.Error
+		}
 	case p.Error != "":
 		s = "error: " + p.Error
 		if p.Retriable != nil && *p.Retriable {

@@ -101,7 +101,7 @@ func NewPayload(t EntryType) any {
 		return &IntentPayload{}
 	case TypeKeyReused:
 		return &KeyReusedPayload{}
-	case TypeHeartbeat, TypeSucceeded, TypeFailed, TypeCompensated, TypeNote, TypeCompensationFailed,
+	case TypeHeartbeat, TypeSucceeded, TypeFailed, TypeOutcomeUnknown, TypeCompensated, TypeNote, TypeCompensationFailed,
 		TypeStaleOutcome, TypeStaleHeartbeat, TypeLateResult, TypeLeaseLost, TypeRejected:
 		return &ReportPayload{}
 	case TypeDecision:

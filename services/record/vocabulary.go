@@ -81,12 +81,16 @@ type EntryType string
 
 // Entry types sent by agents.
 const (
-	TypeIntent      EntryType = "intent"
-	TypeHeartbeat   EntryType = "heartbeat"
-	TypeSucceeded   EntryType = "succeeded"
-	TypeFailed      EntryType = "failed"
-	TypeCompensated EntryType = "compensated"
-	TypeNote        EntryType = "note"
+	TypeIntent    EntryType = "intent"
+	TypeHeartbeat EntryType = "heartbeat"
+	TypeSucceeded EntryType = "succeeded"
+	TypeFailed    EntryType = "failed"
+	// TypeOutcomeUnknown: the agent cannot tell whether the effect happened
+	// (a timeout, a connection cut after the request left); the action is
+	// timed out at once.
+	TypeOutcomeUnknown EntryType = "outcome_unknown"
+	TypeCompensated    EntryType = "compensated"
+	TypeNote           EntryType = "note"
 	// Look before you resend: a lookup lease on a timed-out attempt, its
 	// answer, and a compensation that failed.
 	TypeLookup             EntryType = "lookup"
@@ -96,7 +100,8 @@ const (
 
 // AgentEntryTypes are the types an agent may send, in the order of the wire
 // contract.
-var AgentEntryTypes = []EntryType{TypeIntent, TypeHeartbeat, TypeSucceeded, TypeFailed, TypeCompensated, TypeNote,
+var AgentEntryTypes = []EntryType{TypeIntent, TypeHeartbeat, TypeSucceeded, TypeFailed, TypeOutcomeUnknown,
+	TypeCompensated, TypeNote,
 	TypeLookup, TypeLookupResult, TypeCompensationFailed}
 
 // Entry types recorded by Arbiter.
