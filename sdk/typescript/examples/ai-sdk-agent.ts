@@ -67,6 +67,13 @@ const model = new MockLanguageModelV3({
 
 const messages: ModelMessage[] = [{ role: "user", content: `Refund ${input.amountCents} cents on ${input.order}.` }];
 let result = await generateText({ model, tools, messages, stopWhen: stepCountIs(5) });
+if (["awaiting_approval", "approved", "denied"].includes((await arbiter.actionByKey(key("refund", input.order)).catch(() => null))?.status ?? "")) {
+  // The tool recorded its intent and Arbiter held it for approval: the
+  // model heard it waits. Asked again, the call ends its step with the
+  // SDK's approval request.
+  console.log(`model: ${result.text}`);
+  result = await generateText({ model, tools, messages, stopWhen: stepCountIs(5) });
+}
 const requests = result.content.filter((p) => p.type === "tool-approval-request");
 if (requests.length > 0) {
   const held = await arbiter.actionByKey(key("refund", input.order));

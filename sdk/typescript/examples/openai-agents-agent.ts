@@ -72,6 +72,12 @@ class ScriptedModel implements Model {
 
 const agent = new Agent({ name: "refunds", instructions: "Refund what the user asks.", model: new ScriptedModel(), tools: [refund] });
 let result = await run(agent, `Refund ${input.amountCents} cents on ${input.order}.`);
+if (result.interruptions.length === 0 && ["awaiting_approval", "approved", "denied"].includes((await arbiter.actionByKey(key("refund", input.order)).catch(() => null))?.status ?? "")) {
+  // The tool recorded its intent and Arbiter held it for approval: the
+  // model heard it waits. Asked again, the call interrupts the run.
+  console.log(`model: ${result.finalOutput}`);
+  result = await run(agent, `Refund ${input.amountCents} cents on ${input.order}.`);
+}
 if (result.interruptions.length > 0) {
   const held = await arbiter.actionByKey(key("refund", input.order));
   console.log(`awaiting approval in Arbiter: ${arbiter.actionUrl(held.id)}`);

@@ -23,30 +23,45 @@
  */
 
 import type { Client } from "./client.js";
-import { carrying, decisions, toolGuardOf, ToolGuard, type ApprovalState, type ToolGuardOptions } from "./tools.js";
+import { carrying, decisions, toolGuardOf, ToolGuard, type ApprovalState, type InputOf, type ToolGuardOptions } from "./tools.js";
 
-export { ToolGuard, type ApprovalState, type ToolGuardOptions } from "./tools.js";
+export { ToolGuard, modelAnswer, type ApprovalState, type InputOf, type ToolGuardOptions } from "./tools.js";
+export { MODEL_MESSAGES, modelMessage, type ModelMessageKind } from "./messages.js";
 
 /** The part of an AI SDK tool that Arbiter supplies. */
 export interface ArbiterAiTool<I, O> {
-  execute: (input: I, options: { abortSignal?: AbortSignal }) => Promise<O>;
+  execute: (input: I, options: { abortSignal?: AbortSignal }) => Promise<O | string>;
   needsApproval: (input: I, options?: { toolCallId?: string }) => Promise<boolean>;
 }
 
 /**
  * The execute and needsApproval of an AI SDK tool guarded by Arbiter.
- * needsApproval records the intent of a new key (a policy may hold it) and
- * is true while, or once, the action's approval is decided in Arbiter;
- * execute runs options.execute only when the ledger answers proceed, and
- * throws the guard's errors otherwise (the SDK shows them to the model as
- * the tool's error).
+ * needsApproval only reads: it is true while, or once, the action's
+ * approval is decided in Arbiter (the SDK may ask it for a call it then
+ * never executes, e.g. one the app refuses). execute records the intent
+ * and runs options.execute only when the ledger answers proceed; an
+ * intent held for approval (requireApproval or a policy) answers the
+ * model's pending_approval message, and the same call again ends its step
+ * with a tool-approval-request. Other answers throw the guard's errors
+ * (the SDK shows them to the model as the tool's error).
  */
-export function arbiterTool<I, O>(client: Client, options: ToolGuardOptions<I, O>): ArbiterAiTool<I, O> {
-  const g = new ToolGuard(client, options);
-  return {
+export function arbiterTool<S, O>(client: Client, options: ToolGuardOptions<InputOf<S>, O> & { schema: S }): ArbiterAiTool<InputOf<S>, O> & { inputSchema: S };
+export function arbiterTool<I, O>(client: Client, options: ToolGuardOptions<I, O>): ArbiterAiTool<I, O>;
+/**
+ * With `schema` (the tool's zod schema, or any Standard Schema), the
+ * input's type is the schema's and the result carries it as inputSchema,
+ * so tool({ description, ...arbiterTool(arbiter, { schema, … }) }) needs
+ * it once.
+ */
+export function arbiterTool<I, O>(client: Client, options: ToolGuardOptions<I, O> & { schema?: unknown }): ArbiterAiTool<I, O> & { inputSchema?: unknown } {
+  const { schema, ...rest } = options;
+  const g = new ToolGuard<I, O>(client, rest);
+  const t: ArbiterAiTool<I, O> & { inputSchema?: unknown } = {
     execute: (input, opts) => g.execute(input, opts?.abortSignal),
     needsApproval: carrying((input: I) => g.needsApproval(input), g),
   };
+  if (schema !== undefined) t.inputSchema = schema;
+  return t;
 }
 
 /** The SDK's answer to one tool-approval-request. */

@@ -91,7 +91,7 @@ export class Client {
    * cannot be recorded), the function only on proceed, heartbeats while
    * it runs, the outcome reported until it lands.
    */
-  guard(spec: GuardSpec, fn: GuardFunc, options: CallOptions = {}): Promise<Outcome> {
+  guard<R = unknown>(spec: GuardSpec, fn: GuardFunc<R>, options: CallOptions = {}): Promise<Outcome<R>> {
     return guard(this, spec, fn, options.signal);
   }
 

@@ -136,8 +136,13 @@ export class PendingApprovalError extends Error {
     /** The action's page, where operators approve it. */
     readonly url: string,
     readonly waitedMs: number,
+    /** Run-time errors of the policies that hold it (approval.policies[i].error), as "NAME: ERROR". */
+    readonly policyErrors: string[] = [],
   ) {
-    super(`arbiter: action ${JSON.stringify(key)} awaits approval; nothing was run (${url})`);
+    super(
+      `arbiter: action ${JSON.stringify(key)} awaits approval; nothing was run (${url})` +
+        (policyErrors.length ? `; held because a policy's condition failed: ${policyErrors.join("; ")}` : ""),
+    );
   }
 }
 

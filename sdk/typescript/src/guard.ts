@@ -19,6 +19,7 @@ import {
   messageOf,
   retriable,
 } from "./errors.js";
+import { classifyWith, kindPrefix, type Classifier } from "./classify.js";
 import { startHeartbeats } from "./heartbeat.js";
 import type { Action, Effect, Entry, EntryResult, EntryType } from "./types.js";
 
@@ -40,8 +41,8 @@ export interface Attempt {
 }
 
 /** What a guarded function returns: the result to save (any JSON) and the effect's id downstream. */
-export interface GuardReturn {
-  result?: unknown;
+export interface GuardReturn<R = unknown> {
+  result?: R;
   externalRef?: string;
 }
 
@@ -51,13 +52,18 @@ export interface GuardReturn {
  * when the attempt may no longer continue (its lease was lost: reason
  * LeaseLostError) or the caller gave up.
  *
- * What it throws says what is known about the effect:
- *  - a plain error: it did not happen, and it is final (recorded failed);
- *  - retriable(err): it did not happen, and a later intent may try again;
- *  - unknown(err): it may have happened (a timeout, a lost answer); nothing
- *    is recorded and the action waits for a person once its lease passes.
+ * What it throws says what is known about the effect (sdk/vectors.json
+ * "outcomes", or spec.classify):
+ *  - NotDone (or retriable(err)): it did not happen (recorded failed;
+ *    NotDone's retriable, or retriable(), lets a later intent try again);
+ *    so does a connection refused, and an HTTP status in
+ *    spec.notDoneStatuses;
+ *  - anything else (a timeout, a lost connection, unknown(err), an error
+ *    the SDK cannot classify): it may have happened; recorded
+ *    outcome_unknown, the action goes to a lookup and then a person, and
+ *    the next call gets HeldError.
  */
-export type GuardFunc = (attempt: Attempt, signal: AbortSignal) => Promise<GuardReturn | void> | GuardReturn | void;
+export type GuardFunc<R = unknown> = (attempt: Attempt, signal: AbortSignal) => Promise<GuardReturn<R> | void> | GuardReturn<R> | void;
 
 /**
  * Undoes the effect of an action an operator asked to compensate; returns
@@ -111,6 +117,18 @@ export interface GuardSpec {
   /** Holds the action's first intent until a person approves it. */
   requireApproval?: boolean;
   /**
+   * HTTP statuses of the downstream that prove the effect did not happen
+   * (e.g. [400, 402, 404, 409, 422]): an error carrying one (status,
+   * statusCode or response.status) is recorded failed. None by default.
+   */
+  notDoneStatuses?: number[];
+  /**
+   * Replaces the rule of sdk/vectors.json "outcomes" for what the function
+   * threw: "failed", "failed_retriable" or "outcome_unknown" (a classifier
+   * that throws counts as outcome_unknown).
+   */
+  classify?: Classifier;
+  /**
    * How long to wait for the decision on an action held for approval (by
    * requireApproval or a policy): the guard waits on the server (Prefer:
    * wait), runs the function as soon as it is approved, and throws
@@ -120,8 +138,12 @@ export interface GuardSpec {
   approvalWaitMs?: number;
 }
 
-/** What a guarded call came to. */
-export interface Outcome {
+/**
+ * What a guarded call came to. R is the type of the result the guarded
+ * function returns; a replay gives back the saved result (as JSON keeps
+ * it), and undefined when none was saved (confirmed without a result).
+ */
+export interface Outcome<R = unknown> {
   /** The function ran in this call; false for a replay or a compensation. */
   ran: boolean;
   /** The call undid the effect at an operator's request. */
@@ -131,7 +153,7 @@ export interface Outcome {
   /** The action as the ledger last answered, if it answered. */
   action: Action | null;
   /** The saved result, and the effect's id downstream ("" if none). */
-  result: unknown;
+  result: R | undefined;
   externalRef: string;
 }
 
@@ -142,10 +164,10 @@ export interface Settled {
 }
 
 /** The guard of Client.guard: see the README and GuardSpec. */
-export async function guard(client: Client, spec: GuardSpec, fn: GuardFunc, signal?: AbortSignal): Promise<Outcome> {
-  const s = await settle(client, spec, fn, signal);
+export async function guard<R = unknown>(client: Client, spec: GuardSpec, fn: GuardFunc<R>, signal?: AbortSignal): Promise<Outcome<R>> {
+  const s = await settle(client, spec, fn as GuardFunc, signal);
   if ("error" in s) throw s.error;
-  return s.outcome!;
+  return s.outcome! as Outcome<R>;
 }
 
 /**
@@ -189,7 +211,8 @@ export async function settle(client: Client, spec: GuardSpec, fn: GuardFunc, sig
           throw new HeldError(action.id, spec.key, res.attempt ?? 0, url, action.status === "compensation_requested");
         case "pending_approval":
           if (approvalWaitLeftS(spec, start) <= 0) {
-            throw new PendingApprovalError(action.id, spec.key, url, Date.now() - start);
+            const policyErrors = (action.approval?.policies ?? []).filter((p) => p.error).map((p) => `${p.name}: ${p.error}`);
+            throw new PendingApprovalError(action.id, spec.key, url, Date.now() - start, policyErrors);
           }
           break; // ask again, waiting on the server for the decision
         case "denied": {
@@ -318,18 +341,44 @@ async function outcomeUnknown(
   return { error: new OutcomeUnknownError(a.actionId, a.key, a.number, compensation, err) };
 }
 
+/**
+ * The attempt's effect may have happened: record outcome_unknown (the
+ * action is timed out at once: a lookup, then a person), unless the lease
+ * was lost (the attempt is no longer this caller's to report). A server
+ * that does not know the entry type gets a note instead, and the lease
+ * passes.
+ */
+async function reportOutcomeUnknown(client: Client, spec: GuardSpec, a: Attempt, err: unknown, lost: unknown): Promise<Settled> {
+  if (!lost) {
+    const e = entryOf(spec, "outcome_unknown", a.number);
+    e.error = errorText(`${kindPrefix(err)}${messageOf(err)}`);
+    try {
+      await report(client, a, e, undefined);
+    } catch (reportErr) {
+      if (!(reportErr instanceof ArbiterError && (reportErr.status === 400 || reportErr.status === 422))) {
+        return { error: withFunctionError(reportErr, new OutcomeUnknownError(a.actionId, a.key, a.number, false, err)) };
+      }
+      const note = entryOf(spec, "note", a.number);
+      note.message = `outcome unknown: ${e.error}`;
+      await client.submit(note).catch(() => undefined);
+    }
+  }
+  return { error: new OutcomeUnknownError(a.actionId, a.key, a.number, false, err) };
+}
+
 /** Runs fn for the attempt the ledger granted and records its outcome. */
 async function execute(client: Client, spec: GuardSpec, res: EntryResult, fn: GuardFunc, signal?: AbortSignal): Promise<Settled> {
   const a = attemptOf(spec, res);
   const r = await runLeased(client, spec, a, signal, (s) => fn(a, s));
-  if (r.threw && (r.lost || signal?.aborted || isUnknown(r.err))) {
-    return outcomeUnknown(client, spec, a, r.err, r.lost, signal, false);
+  const classified = r.threw && !r.lost ? classifyWith(r.err, spec.classify, spec.notDoneStatuses) : "outcome_unknown";
+  if (r.threw && classified === "outcome_unknown") {
+    return reportOutcomeUnknown(client, spec, a, r.err, r.lost);
   }
   const outcome: Outcome = { ran: true, compensated: false, attempt: a.number, action: null, result: undefined, externalRef: "" };
   if (r.threw) {
     const e = entryOf(spec, "failed", a.number);
     e.error = errorText(r.err);
-    e.retriable = isRetriable(r.err);
+    e.retriable = classified === "failed_retriable";
     try {
       outcome.action = (await report(client, a, e, signal)).action;
     } catch (reportErr) {

@@ -25,6 +25,7 @@ export {
 export { Worker, compensationDue, type Handler, type Logger, type WorkerOptions } from "./worker.js";
 export { LOOKUP_LEASE_MARGIN_MS, lookupDue, lookupLeaseS, type LookupAnswer, type LookupFunc, type LookupRequest } from "./lookup.js";
 export { key, MAX_KEY_BYTES } from "./key.js";
+export { NotDone, classifyError, classifyWith, errorKind, type Classification, type Classifier, type ErrorKind } from "./classify.js";
 export { type Backoff, DEFAULT_BACKOFF, backoffBound, backoffPause } from "./backoff.js";
 export { ROUTES, type Route, type RouteName } from "./routes.js";
 export {

@@ -25,58 +25,52 @@
  */
 
 import type { Client } from "./client.js";
-import {
-  ArbiterError,
-  CompensationRequestedError,
-  DeniedError,
-  FinishedError,
-  HeldError,
-  InProgressError,
-  OutcomeUnknownError,
-  PendingApprovalError,
-  ReportError,
-  UnreachableError,
-} from "./errors.js";
-import { carrying, decisions, toolGuardOf, ToolGuard, type ApprovalState, type ToolGuardOptions } from "./tools.js";
+import { carrying, decisions, modelAnswer, toolGuardOf, ToolGuard, type ApprovalState, type InputOf, type ToolGuardOptions } from "./tools.js";
 
-export { ToolGuard, type ApprovalState, type ToolGuardOptions } from "./tools.js";
+export { ToolGuard, modelAnswer, type ApprovalState, type InputOf, type ToolGuardOptions } from "./tools.js";
+export { MODEL_MESSAGES, modelMessage, type ModelMessageKind } from "./messages.js";
 
 /** The part of an OpenAI Agents function tool that Arbiter supplies. */
 export interface ArbiterAgentsTool<I, O> {
-  execute: (input: I, context?: unknown, details?: { signal?: AbortSignal }) => Promise<O>;
+  /** Records the intent and runs the effect on proceed; an intent held for approval answers the model's pending_approval message. */
+  execute: (input: I, context?: unknown, details?: { signal?: AbortSignal }) => Promise<O | string>;
+  /** Reads Arbiter only (the framework asks it before tool input guardrails): true while or once the action's approval is decided. */
   needsApproval: (runContext: unknown, input: I, callId?: string) => Promise<boolean>;
-  /** What the model hears when the call did not complete: Arbiter's reason (held, awaiting approval, denied, …); the framework's default for other errors. */
+  /** What the model hears when the call did not complete: sdk/vectors.json "model_messages" for Arbiter's answers; the framework's default for other errors. */
   errorFunction: (context: unknown, error: unknown) => string;
 }
 
 /** The framework's own answer to a failed tool call, for errors that are not Arbiter's. */
 const DEFAULT_TOOL_ERROR = "An error occurred while running the tool. Please try again.";
 
-/** The guard's answers: their messages say what happened to the action and who decides. */
-const ANSWERS = [ArbiterError, CompensationRequestedError, DeniedError, FinishedError, HeldError, InProgressError, OutcomeUnknownError, PendingApprovalError, ReportError, UnreachableError];
-
-/** The guard's answer in err or its causes (the framework may wrap it). */
-function answerIn(err: unknown): Error | undefined {
-  for (let e = err, depth = 0; e instanceof Error && depth < 8; depth++, e = e.cause) {
-    if (ANSWERS.some((c) => e instanceof c)) return e as Error;
-  }
-  return undefined;
-}
-
 /**
  * The execute, needsApproval and errorFunction of an OpenAI Agents tool
  * guarded by Arbiter; execute and needsApproval behave as the AI SDK
- * adapter's (see ai-sdk.ts). The errorFunction tells the model why the
- * call did not run (held for a person, awaiting approval, denied), where
- * the framework's default would invite it to try again.
+ * adapter's (see ai-sdk.ts): needsApproval only reads, and the intent is
+ * recorded by execute, which the framework calls after the tool's input
+ * guardrails, so a call a guardrail rejects leaves nothing in Arbiter.
+ * The errorFunction tells the model why the call did not run (held for a
+ * person, awaiting approval, denied) in the words of sdk/vectors.json
+ * "model_messages", where the framework's default would invite it to try
+ * again.
  */
-export function arbiterTool<I, O>(client: Client, options: ToolGuardOptions<I, O>): ArbiterAgentsTool<I, O> {
-  const g = new ToolGuard(client, options);
-  return {
+export function arbiterTool<S, O>(client: Client, options: ToolGuardOptions<InputOf<S>, O> & { schema: S }): ArbiterAgentsTool<InputOf<S>, O> & { parameters: S };
+export function arbiterTool<I, O>(client: Client, options: ToolGuardOptions<I, O>): ArbiterAgentsTool<I, O>;
+/**
+ * With `schema` (the tool's zod schema), the input's type is the schema's
+ * and the result carries it as parameters, so tool({ name, description,
+ * ...arbiterTool(arbiter, { schema, … }) }) needs it once.
+ */
+export function arbiterTool<I, O>(client: Client, options: ToolGuardOptions<I, O> & { schema?: unknown }): ArbiterAgentsTool<I, O> & { parameters?: unknown } {
+  const { schema, ...rest } = options;
+  const g = new ToolGuard<I, O>(client, rest);
+  const t: ArbiterAgentsTool<I, O> & { parameters?: unknown } = {
     execute: (input, _context, details) => g.execute(input, details?.signal),
     needsApproval: carrying((_runContext: unknown, input: I) => g.needsApproval(input), g),
-    errorFunction: (_context, error) => answerIn(error)?.message ?? DEFAULT_TOOL_ERROR,
+    errorFunction: (_context, error) => modelAnswer(error, client) ?? DEFAULT_TOOL_ERROR,
   };
+  if (schema !== undefined) t.parameters = schema;
+  return t;
 }
 
 /** The parts of a run's approval item and result this module reads. */

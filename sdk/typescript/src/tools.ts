@@ -7,9 +7,24 @@
 // approve and reject.
 
 import type { Client } from "./client.js";
-import { isCode, isUnavailable } from "./errors.js";
-import { settle, submitIntent, type Attempt, type GuardSpec } from "./guard.js";
-import type { Action, Effect, EntryResult } from "./types.js";
+import {
+  ArbiterError,
+  CompensationRequestedError,
+  DeniedError,
+  FinishedError,
+  HeldError,
+  InProgressError,
+  OutcomeUnknownError,
+  PendingApprovalError,
+  ReportError,
+  UnreachableError,
+  isCode,
+  isUnavailable,
+} from "./errors.js";
+import type { Classifier } from "./classify.js";
+import { settle, type Attempt, type GuardSpec } from "./guard.js";
+import { modelMessage } from "./messages.js";
+import type { Action, Effect } from "./types.js";
 
 /** Describes the side effect a framework tool performs and how Arbiter guards it. */
 export interface ToolGuardOptions<I, O> {
@@ -33,6 +48,16 @@ export interface ToolGuardOptions<I, O> {
   runId?: string;
   /** How long execute waits for another attempt in progress (default 0). */
   waitMs?: number;
+  /**
+   * How long execute waits, on the server (Prefer: wait), for people to
+   * decide an intent held for approval (default 0: it answers the model
+   * at once that the call waits for approval).
+   */
+  approvalWaitMs?: number;
+  /** HTTP statuses of the downstream that prove the effect did not happen: see GuardSpec.notDoneStatuses. */
+  notDoneStatuses?: number[];
+  /** Replaces the rule for what execute threw: see GuardSpec.classify. */
+  classify?: Classifier;
   /** The effect's id downstream, from what execute returned: saved on the action. */
   externalRef?: (output: O) => string | undefined;
   /**
@@ -44,6 +69,21 @@ export interface ToolGuardOptions<I, O> {
    */
   execute: (input: I, attempt: Attempt, signal: AbortSignal) => Promise<O> | O;
 }
+
+/**
+ * The input a tool's schema describes, for arbiterTool's `schema` option:
+ * a Standard Schema's output (zod 4, valibot, arktype), zod 3's _output,
+ * or the AI SDK's jsonSchema<T>()/Schema<T>; unknown for anything else.
+ */
+export type InputOf<S> = S extends { readonly "~standard": { readonly types?: infer T } }
+  ? NonNullable<T> extends { readonly output: infer Out }
+    ? Out
+    : unknown
+  : S extends { readonly _output: infer Out }
+    ? Out
+    : S extends { readonly _type: infer Out }
+      ? Out
+      : unknown;
 
 /** What Arbiter decided about the approval of the action a tool call would perform. */
 export type ApprovalState =
@@ -58,9 +98,6 @@ export const TOOL_GUARD: unique symbol = Symbol.for("@arbiter-ledger/arbiter.too
 export class ToolGuard<I, O> {
   readonly client: Client;
   readonly options: ToolGuardOptions<I, O>;
-  // Intents recorded by needsApproval that the ledger answered proceed:
-  // the attempt has begun, and the execute that follows runs it.
-  readonly #started = new Map<string, { res: EntryResult; at: number }>();
 
   constructor(client: Client, options: ToolGuardOptions<I, O>) {
     this.client = client;
@@ -84,6 +121,9 @@ export class ToolGuard<I, O> {
     if (o.agent) spec.agent = o.agent;
     if (o.runId) spec.runId = o.runId;
     if (o.waitMs) spec.waitMs = o.waitMs;
+    if (o.approvalWaitMs) spec.approvalWaitMs = o.approvalWaitMs;
+    if (o.notDoneStatuses) spec.notDoneStatuses = o.notDoneStatuses;
+    if (o.classify) spec.classify = o.classify;
     return spec;
   }
 
@@ -91,37 +131,39 @@ export class ToolGuard<I, O> {
    * Whether the framework should ask for approval before it runs the call:
    * true while the action awaits people's approval in Arbiter, and once
    * Arbiter approved or denied it (the framework's approval then carries
-   * Arbiter's answer: see decision()). For a key the ledger has not seen
-   * it records the intent, so a policy that holds it is heard at once; a
-   * proceed is kept for the execute that follows. It never throws: when
+   * Arbiter's answer: see decision()). It only reads: a framework asks it
+   * before its own checks (OpenAI Agents: before tool input guardrails),
+   * for calls it may then drop, so the intent is recorded by execute
+   * alone, when the tool really runs. A key the ledger has not seen is
+   * false: execute records the intent, and an intent held for approval
+   * answers the model that it waits (see execute). It never throws: when
    * Arbiter cannot be asked it answers false, and execute fails closed.
    */
   async needsApproval(input: I, signal?: AbortSignal): Promise<boolean> {
-    let spec: GuardSpec;
     try {
-      spec = this.spec(input);
-      const a = await this.#action(spec.key, signal);
-      if (a) return a.status === "awaiting_approval" || a.status === "approved" || a.status === "denied";
-      const res = await submitIntent(this.client, spec, signal);
-      if (res.outcome === "proceed") this.#keep(spec.key, res);
-      return res.outcome === "pending_approval" || res.outcome === "denied";
+      const a = await this.#action(this.spec(input).key, signal);
+      return a !== null && (a.status === "awaiting_approval" || a.status === "approved" || a.status === "denied");
     } catch {
       return false;
     }
   }
 
   /**
-   * Runs the tool call through the guard: the effect only when the ledger
-   * answers proceed (and is approved, if it needs approval), its result
-   * saved; a replay returns the saved result. Every other answer throws the
-   * guard's error (HeldError, DeniedError, PendingApprovalError,
-   * KeyReusedError, UnreachableError, …), which the framework hands to the
-   * model. Compensations are the Worker's: a compensate answer throws
-   * CompensationRequestedError and releases the lease.
+   * Runs the tool call through the guard: the intent recorded now, the
+   * effect only when the ledger answers proceed, its result saved; a
+   * replay returns the saved result. An intent held for approval waits up
+   * to approvalWaitMs on the server (Prefer: wait) and runs once approved;
+   * still undecided, it returns the model's pending_approval message
+   * (sdk/vectors.json "model_messages") as the tool's output, and the
+   * next call of the same key interrupts for approval (needsApproval).
+   * Every other answer throws the guard's error (HeldError, DeniedError,
+   * KeyReusedError, UnreachableError, …), which the framework hands to
+   * the model (see modelAnswer). Compensations are the Worker's: a
+   * compensate answer throws CompensationRequestedError and releases the
+   * lease.
    */
-  async execute(input: I, signal?: AbortSignal): Promise<O> {
+  async execute(input: I, signal?: AbortSignal): Promise<O | string> {
     const spec = this.spec(input);
-    const first = this.#take(spec.key);
     let output: O | undefined;
     let ran = false;
     const s = await settle(
@@ -134,8 +176,8 @@ export class ToolGuard<I, O> {
         return ref ? { result: output, externalRef: ref } : { result: output };
       },
       signal,
-      first,
     );
+    if (s.error instanceof PendingApprovalError) return modelAnswer(s.error, this.client)!;
     if (s.error !== undefined) throw s.error;
     return ran ? (output as O) : (s.outcome!.result as O);
   }
@@ -149,8 +191,8 @@ export class ToolGuard<I, O> {
     if (a.status === "denied") {
       const rej = a.approval?.rejection;
       const reason = rej
-        ? `Arbiter: rejected by ${rej.by.name}${rej.reason ? `: ${rej.reason}` : ""}`
-        : "Arbiter: the approval expired before anyone approved it";
+        ? modelMessage("denied", `Arbiter: rejected by ${rej.by.name}${rej.reason ? `: ${rej.reason}` : ""}`, this.client.actionUrl(a.id))
+        : modelMessage("denied", "Arbiter: the approval expired before anyone approved it", this.client.actionUrl(a.id));
       return { state: "denied", reason, action: a };
     }
     // Approved, or approved and run since: running it again is the
@@ -166,20 +208,6 @@ export class ToolGuard<I, O> {
       if (isCode(err, "not_found")) return null;
       throw err;
     }
-  }
-
-  #keep(key: string, res: EntryResult): void {
-    const now = Date.now();
-    // A call the framework never executed leaves its attempt to time out
-    // for a person; forget it here after its lease.
-    for (const [k, v] of this.#started) if (now - v.at > (this.options.timeoutMs ?? 300_000)) this.#started.delete(k);
-    this.#started.set(key, { res, at: now });
-  }
-
-  #take(key: string): EntryResult | undefined {
-    const kept = this.#started.get(key);
-    this.#started.delete(key);
-    return kept?.res;
   }
 }
 
@@ -234,4 +262,33 @@ export async function decisions<T>(
     await new Promise((r) => setTimeout(r, Math.min(options.pollMs ?? 1000, Math.max(deadline - Date.now(), 0))));
     options.signal?.throwIfAborted();
   }
+}
+
+/** The guard's answer in err or its causes (a framework may wrap it). */
+function answerIn(err: unknown): Error | undefined {
+  const answers = [ArbiterError, CompensationRequestedError, DeniedError, FinishedError, HeldError, InProgressError, OutcomeUnknownError, PendingApprovalError, ReportError, UnreachableError];
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; depth++, e = e.cause) {
+    if (answers.some((c) => e instanceof c)) return e as Error;
+  }
+  return undefined;
+}
+
+/**
+ * What the model is told (sdk/vectors.json "model_messages") when the
+ * guard's answer err (or an error it caused) kept the call from running
+ * now, or left its outcome unknown; undefined for errors that are not the
+ * guard's answers. The error's own message is the detail.
+ */
+export function modelAnswer(err: unknown, client: Client): string | undefined {
+  const e = answerIn(err);
+  if (!e) return undefined;
+  const url = (id: string) => (id ? client.actionUrl(id) : "");
+  if (e instanceof PendingApprovalError) return modelMessage("pending_approval", e.message, e.url);
+  if (e instanceof DeniedError) return modelMessage("denied", e.message, e.url);
+  if (e instanceof HeldError) return modelMessage("held", e.message, e.url);
+  if (e instanceof InProgressError) return modelMessage("in_progress", e.message, url(e.actionId));
+  if (e instanceof OutcomeUnknownError || e instanceof ReportError) return modelMessage("outcome_unknown", e.message, url(e.actionId));
+  if (e instanceof FinishedError) return modelMessage("finished", e.message, url(e.action.id));
+  if (e instanceof ArbiterError && e.code === "key_reused") return modelMessage("key_reused", e.message, url(e.result?.action?.id ?? ""));
+  return e.message;
 }

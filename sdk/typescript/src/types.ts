@@ -31,6 +31,7 @@ export type EntryType =
   | "heartbeat"
   | "succeeded"
   | "failed"
+  | "outcome_unknown"
   | "compensated"
   | "note"
   | "lookup"
@@ -142,7 +143,12 @@ export interface Approval {
   approvals: ApprovalVote[];
   expires_at: string;
   escalate_at: string | null;
-  policies: { id: string; name: string; version: number }[];
+  /**
+   * The policies that hold it; error is the condition's run-time error
+   * (the action is held because the condition could not be evaluated),
+   * null or absent when it evaluated.
+   */
+  policies: { id: string; name: string; version: number; error?: string | null }[];
   rejection: ApprovalVote | null;
 }
 

@@ -71,6 +71,9 @@ function toolOutputs(result) {
 
 const json = (value) => ({ type: "json", value });
 
+/** Whether a tool output is the model's pending_approval message (sdk/vectors.json "model_messages"). */
+const pendingText = (out) => /^Not done yet: this call is waiting for a person's approval\. Do not call the tool again/.test(typeof out === "string" ? out : String(out?.value ?? ""));
+
 describe("Vercel AI SDK adapter", { skip: noServer || missing || false, concurrency: true }, () => {
   test("no approval needed: the tool runs once under its key, and the same call again is answered from the ledger", async () => {
     const { tool: ledgerTool } = fresh();
@@ -82,7 +85,7 @@ describe("Vercel AI SDK adapter", { skip: noServer || missing || false, concurre
     assert.deepEqual(refunds, [{ order, amount_cents: 4200, key: `refund:${order}`, attempt: 1 }]);
     const a = await agent.actionByKey(`refund:${order}`);
     assert.equal(a.status, "succeeded");
-    assert.equal(a.attempt, 1, "the intent recorded by needsApproval was the attempt execute ran");
+    assert.equal(a.attempt, 1, "one intent, the attempt execute ran");
     assert.equal(a.external_ref, "re_1");
     assert.deepEqual(a.params, { order, amount_cents: 4200 });
 
@@ -97,12 +100,16 @@ describe("Vercel AI SDK adapter", { skip: noServer || missing || false, concurre
     const { tools, refunds } = refundTool(ledgerTool, { requireApproval: (input) => input.amount_cents > 10_000 });
     const model = modelCalling({ order, amount_cents: 250_000 });
     const messages = [{ role: "user", content: `refund ${order}` }];
-    const first = await generateText({ model, tools, messages });
-    const requests = first.content.filter((p) => p.type === "tool-approval-request");
-    assert.equal(requests.length, 1, "the SDK asks for approval");
+    // The call records its intent when the tool runs: held, the model hears it waits.
+    const asked = await generateText({ model, tools, messages });
+    assert.deepEqual(toolOutputs(asked).map(pendingText), [true], "the model hears the call waits for approval");
     assert.equal(refunds.length, 0);
     const held = await agent.actionByKey(`refund:${order}`);
     assert.equal(held.status, "awaiting_approval");
+    // The same call again ends its step with the SDK's approval request.
+    const first = await generateText({ model, tools, messages });
+    const requests = first.content.filter((p) => p.type === "tool-approval-request");
+    assert.equal(requests.length, 1, "the SDK asks for approval");
 
     // Nobody decided yet: nothing to answer.
     let answers = await arbiterApprovals(tools, first.content);
@@ -133,21 +140,23 @@ describe("Vercel AI SDK adapter", { skip: noServer || missing || false, concurre
     const { tools, refunds } = refundTool(ledgerTool);
     const model = modelCalling({ order, amount_cents: 250_000 });
     const messages = [{ role: "user", content: `refund ${order}` }];
-    const first = await generateText({ model, tools, messages });
-    assert.equal(first.content.filter((p) => p.type === "tool-approval-request").length, 1, "the policy's hold is the SDK's approval request");
+    const asked = await generateText({ model, tools, messages });
+    assert.deepEqual(toolOutputs(asked).map(pendingText), [true], "the policy's hold: the model hears the call waits for approval");
     const held = await agent.actionByKey(`refund:${order}`);
     assert.equal(held.status, "awaiting_approval");
     assert.equal(held.approval.policies.length, 1);
+    const first = await generateText({ model, tools, messages });
+    assert.equal(first.content.filter((p) => p.type === "tool-approval-request").length, 1, "the held call again is the SDK's approval request");
 
     await operator.decide(held.id, { decision: "reject", reason: "the order was never paid" });
     const answers = await arbiterApprovals(tools, first.content);
     assert.equal(answers.responses.length, 1);
     assert.equal(answers.responses[0].approved, false);
-    assert.equal(answers.responses[0].reason, "Arbiter: rejected by sdk-operator: the order was never paid");
+    assert.equal(answers.responses[0].reason, "Refused: a person rejected this call, or its approval expired. It will not run. Do not call the tool again; tell the user it was refused. Arbiter: rejected by sdk-operator: the order was never paid");
 
     messages.push(...first.response.messages, answers.message);
     const second = await generateText({ model, tools, messages });
-    assert.deepEqual(toolOutputs(second), [{ type: "execution-denied", reason: "Arbiter: rejected by sdk-operator: the order was never paid" }]);
+    assert.deepEqual(toolOutputs(second), [{ type: "execution-denied", reason: "Refused: a person rejected this call, or its approval expired. It will not run. Do not call the tool again; tell the user it was refused. Arbiter: rejected by sdk-operator: the order was never paid" }]);
     assert.equal(refunds.length, 0);
     assert.equal((await agent.actionByKey(`refund:${order}`)).status, "denied");
   });
@@ -158,14 +167,24 @@ describe("Vercel AI SDK adapter", { skip: noServer || missing || false, concurre
     const { tools, refunds } = refundTool(ledgerTool, { requireApproval: true });
     const model = modelCalling({ order, amount_cents: 100 });
     const messages = [{ role: "user", content: `refund ${order}` }];
+    await generateText({ model, tools, messages });
     const first = await generateText({ model, tools, messages });
     const [request] = first.content.filter((p) => p.type === "tool-approval-request");
     messages.push(...first.response.messages, { role: "tool", content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved: true }] });
     const second = await generateText({ model, tools, messages });
-    const [out] = toolOutputs(second);
-    assert.equal(out.type, "error-text");
-    assert.match(out.value, /awaits approval; nothing was run/);
+    assert.deepEqual(toolOutputs(second).map(pendingText), [true]);
     assert.equal(refunds.length, 0, "only Arbiter's approval runs it");
     assert.equal((await agent.actionByKey(`refund:${order}`)).status, "awaiting_approval");
+  });
+
+  test("needsApproval only reads: asked for a call that then never runs, it records nothing", async () => {
+    const { tool: ledgerTool } = fresh();
+    const order = fresh().key.split(":")[1];
+    const { tools, refunds } = refundTool(ledgerTool, { timeoutMs: 1000 });
+    // The SDK asks needsApproval before it runs a call, and may then not
+    // run it (the app refuses it, the step is aborted).
+    assert.equal(await tools.refund.needsApproval({ order, amount_cents: 500 }, { toolCallId: "call-1", messages: [] }), false);
+    await assert.rejects(agent.actionByKey(`refund:${order}`), (err) => err.status === 404, "no action was recorded");
+    assert.equal(refunds.length, 0);
   });
 });

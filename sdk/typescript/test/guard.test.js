@@ -8,12 +8,15 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, test } from "node:test";
 import {
+  FinishedError,
   HeldError,
+  InProgressError,
   KeyReusedError,
   OutcomeUnknownError,
   UnreachableError,
   LeaseLostError,
   NetworkError,
+  NotDone,
   retriable,
   unknown,
 } from "@arbiter-ledger/arbiter";
@@ -166,7 +169,7 @@ describe("guard", { skip: noServer || false, concurrency: true }, () => {
     }
   });
 
-  test("failures: a plain error is final, retriable() lets the next intent try again, unknown() reports nothing", async () => {
+  test("failures: NotDone is final, retriable() and NotDone({ retriable }) let the next intent try again", async () => {
     const { key, tool } = fresh();
     const boom = new Error("card declined");
     assert.equal(await agent.guard({ key, tool }, () => Promise.reject(retriable(boom))).catch((e) => e.cause), boom);
@@ -176,23 +179,49 @@ describe("guard", { skip: noServer || false, concurrency: true }, () => {
     assert.equal(second.attempt, 2);
     assert.equal(second.ran, true);
 
+    const r = fresh();
+    await agent.guard({ key: r.key, tool: r.tool }, () => { throw new NotDone("insufficient funds", { retriable: true }); }).catch(() => undefined);
+    assert.equal((await agent.actionByKey(r.key)).status, "failed");
+    assert.equal((await agent.guard({ key: r.key, tool: r.tool }, () => ({ result: 3 }))).attempt, 2);
+
     const f = fresh();
-    assert.equal(await agent.guard({ key: f.key, tool: f.tool }, () => { throw boom; }).catch((e) => e), boom);
+    const declined = new NotDone("card declined");
+    assert.equal(await agent.guard({ key: f.key, tool: f.tool }, () => { throw declined; }).catch((e) => e), declined);
     let ran = false;
     await assert.rejects(agent.guard({ key: f.key, tool: f.tool }, () => void (ran = true)), /already ended failed/);
     assert.equal(ran, false);
 
-    const u = fresh();
-    const err = await agent
-      .guard({ key: u.key, tool: u.tool, timeoutMs: 60_000 }, () => { throw unknown(new Error("provider timed out")); })
-      .catch((e) => e);
-    assert.ok(err instanceof OutcomeUnknownError, String(err));
-    a = await agent.actionByKey(u.key);
-    assert.equal(a.status, "in_progress");
-    const entries = await agent.entries(a.id);
-    assert.deepEqual(entries.map((e) => e.type), ["intent", "note"]);
-    assert.match(JSON.stringify(entries[1].payload), /outcome unknown: provider timed out/);
+    const s = fresh();
+    const refused = Object.assign(new Error("422 Unprocessable Entity"), { status: 422 });
+    await agent.guard({ key: s.key, tool: s.tool, notDoneStatuses: [400, 422] }, () => { throw refused; }).catch(() => undefined);
+    assert.equal((await agent.actionByKey(s.key)).status, "failed", "a status the tool maps as not done is failed");
   });
+
+  for (const [what, thrown, recorded] of [
+    ["a plain error", () => new Error("something broke"), /^something broke$/],
+    ["a fetch TimeoutError", () => new DOMException("The operation was aborted due to timeout", "TimeoutError"), /^timeout: The operation was aborted due to timeout$/],
+    ["a connection reset after sending", () => new TypeError("fetch failed", { cause: Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" }) }), /^connection lost: fetch failed$/],
+    ["unknown()", () => unknown(new Error("provider timed out")), /^provider timed out$/],
+  ]) {
+    test(`failures: ${what} leaves the outcome unknown, never failed, and the next call is not answered FinishedError`, async () => {
+      const u = fresh();
+      const err = await agent.guard({ key: u.key, tool: u.tool, timeoutMs: 60_000 }, () => { throw thrown(); }).catch((e) => e);
+      assert.ok(err instanceof OutcomeUnknownError, String(err));
+      const a = await agent.actionByKey(u.key);
+      assert.notEqual(a.status, "failed");
+      const entries = await agent.entries(a.id);
+      const types = entries.map((e) => e.type);
+      let ran = false;
+      const next = await agent.guard({ key: u.key, tool: u.tool }, () => void (ran = true)).catch((e) => e);
+      assert.equal(ran, false);
+      assert.ok(!(next instanceof FinishedError), String(next));
+      // Recorded outcome_unknown: timed out at once, a lookup or a person decides.
+      assert.deepEqual(types, ["intent", "outcome_unknown"]);
+      assert.equal(a.status, "timed_out");
+      assert.match(entries[1].payload.error, recorded, JSON.stringify(entries[1]));
+      assert.ok(next instanceof HeldError, String(next));
+    });
+  }
 
   test("fail closed: when Arbiter cannot be reached the function does not run", async () => {
     const { key, tool } = fresh();

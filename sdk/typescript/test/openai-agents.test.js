@@ -6,9 +6,9 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { key } from "@arbiter-ledger/arbiter";
+import { Worker, key } from "@arbiter-ledger/arbiter";
 import { applyArbiterApprovals, arbiterTool } from "@arbiter-ledger/arbiter/openai-agents";
-import { client, fresh, noServer } from "./helpers.js";
+import { client, fresh, memoryLogger, noServer } from "./helpers.js";
 
 const agents = await import("@openai/agents").catch(() => null);
 const { z } = await import("zod").catch(() => ({}));
@@ -40,12 +40,13 @@ function modelCalling(input) {
 }
 
 /** An agent with a refund tool guarded by Arbiter, and the refunds its provider made. */
-function refundAgent(ledgerTool, input, options = {}) {
+function refundAgent(ledgerTool, input, options = {}, toolOptions = {}) {
   const refunds = [];
   const refund = agents.tool({
     name: "refund",
     description: "Refund an order",
     parameters: z.object({ order: z.string(), amount_cents: z.number() }),
+    ...toolOptions,
     ...arbiterTool(agent, {
       tool: ledgerTool,
       key: (input) => key("refund", input.order),
@@ -61,6 +62,9 @@ function refundAgent(ledgerTool, input, options = {}) {
   const bot = new agents.Agent({ name: "refunds", instructions: "Refund what the user asks.", model: modelCalling(input), tools: [refund] });
   return { bot, refunds };
 }
+
+/** Whether a tool output is the model's pending_approval message (sdk/vectors.json "model_messages"). */
+const pendingText = (out) => /^Not done yet: this call is waiting for a person's approval\. Do not call the tool again/.test(String(out));
 
 /** What the tool answered the model in a run. */
 function toolOutputs(result) {
@@ -78,7 +82,7 @@ describe("OpenAI Agents adapter", { skip: noServer || missing || false, concurre
     assert.deepEqual(refunds, [{ order, amount_cents: 4200, key: `refund:${order}`, attempt: 1 }]);
     const a = await agent.actionByKey(`refund:${order}`);
     assert.equal(a.status, "succeeded");
-    assert.equal(a.attempt, 1, "the intent recorded by needsApproval was the attempt execute ran");
+    assert.equal(a.attempt, 1, "one intent, the attempt execute ran");
     assert.equal(a.external_ref, "re_1");
 
     const again = await agents.run(bot, `refund ${order} again`);
@@ -90,12 +94,17 @@ describe("OpenAI Agents adapter", { skip: noServer || missing || false, concurre
     const { tool: ledgerTool } = fresh();
     const order = fresh().key.split(":")[1];
     const { bot, refunds } = refundAgent(ledgerTool, { order, amount_cents: 250_000 }, { requireApproval: (input) => input.amount_cents > 10_000 });
-    let result = await agents.run(bot, `refund ${order}`);
-    assert.equal(result.interruptions.length, 1, "the run waits for approval");
-    assert.equal(result.interruptions[0].name, "refund");
+    // The tool records its intent when it runs: held, and the model hears it waits.
+    const asked = await agents.run(bot, `refund ${order}`);
+    assert.deepEqual(asked.interruptions, []);
+    assert.deepEqual(toolOutputs(asked).map(pendingText), [true], "the model hears the call waits for approval");
     assert.equal(refunds.length, 0);
     const held = await agent.actionByKey(`refund:${order}`);
     assert.equal(held.status, "awaiting_approval");
+    // The same call again interrupts the run for approval.
+    let result = await agents.run(bot, `refund ${order}`);
+    assert.equal(result.interruptions.length, 1, "the run waits for approval");
+    assert.equal(result.interruptions[0].name, "refund");
 
     let applied = await applyArbiterApprovals(result);
     assert.deepEqual([applied.approved.length, applied.rejected.length, applied.undecided.length], [0, 0, 1]);
@@ -117,17 +126,19 @@ describe("OpenAI Agents adapter", { skip: noServer || missing || false, concurre
     const order = fresh().key.split(":")[1];
     await admin.createPolicy({ name: `refunds over 1000 (${ledgerTool})`, namespace: process.env.ARBITER_NAMESPACE, tools: [ledgerTool], condition: "params.amount_cents > 100000" });
     const { bot, refunds } = refundAgent(ledgerTool, { order, amount_cents: 250_000 });
-    let result = await agents.run(bot, `refund ${order}`);
-    assert.equal(result.interruptions.length, 1, "the policy's hold interrupts the run");
+    const asked = await agents.run(bot, `refund ${order}`);
+    assert.deepEqual(toolOutputs(asked).map(pendingText), [true], "the policy's hold: the model hears the call waits for approval");
     const held = await agent.actionByKey(`refund:${order}`);
     assert.equal(held.approval.policies.length, 1);
+    let result = await agents.run(bot, `refund ${order}`);
+    assert.equal(result.interruptions.length, 1, "the held call again interrupts the run");
 
     await operator.decide(held.id, { decision: "reject", reason: "the order was never paid" });
     const applied = await applyArbiterApprovals(result);
     assert.equal(applied.rejected.length, 1);
     result = await agents.run(bot, result.state);
     assert.deepEqual(result.interruptions, []);
-    assert.deepEqual(toolOutputs(result), ["Arbiter: rejected by sdk-operator: the order was never paid"]);
+    assert.deepEqual(toolOutputs(result), ["Refused: a person rejected this call, or its approval expired. It will not run. Do not call the tool again; tell the user it was refused. Arbiter: rejected by sdk-operator: the order was never paid"]);
     assert.equal(refunds.length, 0);
     assert.equal((await agent.actionByKey(`refund:${order}`)).status, "denied");
   });
@@ -136,12 +147,46 @@ describe("OpenAI Agents adapter", { skip: noServer || missing || false, concurre
     const { tool: ledgerTool } = fresh();
     const order = fresh().key.split(":")[1];
     const { bot, refunds } = refundAgent(ledgerTool, { order, amount_cents: 100 }, { requireApproval: true });
+    await agents.run(bot, `refund ${order}`);
     let result = await agents.run(bot, `refund ${order}`);
     result.state.approve(result.interruptions[0]);
     result = await agents.run(bot, result.state);
-    const [out] = toolOutputs(result);
-    assert.match(String(out), /awaits approval; nothing was run/);
+    assert.deepEqual(toolOutputs(result).map(pendingText), [true]);
     assert.equal(refunds.length, 0, "only Arbiter's approval runs it");
     assert.equal((await agent.actionByKey(`refund:${order}`)).status, "awaiting_approval");
+  });
+
+  test("a call a tool input guardrail rejects leaves nothing in Arbiter, and a worker with a lookup never runs it", async () => {
+    const { tool: ledgerTool } = fresh();
+    const order = fresh().key.split(":")[1];
+    const guardrail = agents.defineToolInputGuardrail({
+      name: "no refunds over 1.00",
+      run: async ({ toolCall }) =>
+        JSON.parse(toolCall.arguments).amount_cents > 100
+          ? agents.ToolGuardrailFunctionOutputFactory.rejectContent("refunds over 1.00 need a person")
+          : agents.ToolGuardrailFunctionOutputFactory.allow(),
+    });
+    // A short lease: an attempt begun for the rejected call would time out
+    // at once, and the worker's lookup (which finds nothing) would retry it.
+    const { bot, refunds } = refundAgent(ledgerTool, { order, amount_cents: 500 }, { timeoutMs: 1000 }, { inputGuardrails: [guardrail] });
+    const result = await agents.run(bot, `refund ${order}`);
+    assert.deepEqual(result.interruptions, []);
+    assert.deepEqual(toolOutputs(result), ["refunds over 1.00 need a person"]);
+
+    const worked = [];
+    const stop = new AbortController();
+    const w = new Worker(agent, { logger: memoryLogger(), pollMs: 50 })
+      .handle(ledgerTool, async (attempt) => {
+        worked.push(attempt.key);
+        return { result: { refund_id: "re_worker" } };
+      })
+      .handleLookup(ledgerTool, async (q) => ({ answer: "not_happened", evidence: { searched: q.key } }));
+    const running = w.run({ signal: stop.signal });
+    await new Promise((r) => setTimeout(r, 3000)); // past the lease, several sweeps and polls
+    stop.abort();
+    await running.catch(() => undefined);
+    assert.deepEqual(worked, [], "the worker ran nothing");
+    assert.equal(refunds.length, 0, "the tool ran nothing");
+    await assert.rejects(agent.actionByKey(`refund:${order}`), (err) => err.status === 404 && err.code === "not_found", "no action was recorded");
   });
 });

@@ -5,7 +5,8 @@
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -69,4 +70,29 @@ test("the tarball holds the build and the README, and the tests run against it",
   assert.equal(packed.dependencies, undefined);
   assert.equal(packed.peerDependencies, undefined);
   assert.match(entry, /node_modules\/@arbiter-ledger\/arbiter\/dist\/index\.js$/, "the installed tarball, not the working tree");
+});
+
+// A path install of a fresh checkout (no dist/, no node_modules): npm runs
+// the package's prepare, which builds it. ARBITER_SDK_SOURCE is the SDK's
+// directory (run-tests sets it).
+const source = process.env.ARBITER_SDK_SOURCE;
+test("npm install /path/to/sdk/typescript of a fresh checkout builds it, and it imports", { skip: source ? false : "no ARBITER_SDK_SOURCE (run-tests sets it)", timeout: 180_000 }, () => {
+  const work = mkdtempSync(join(tmpdir(), "arbiter-path-install-"));
+  try {
+    const checkout = join(work, "typescript");
+    for (const f of ["package.json", "package-lock.json", "tsconfig.json", "README.md", "src"]) cpSync(join(source, f), join(checkout, f), { recursive: true });
+    assert.ok(!existsSync(join(checkout, "dist")));
+    const project = join(work, "project");
+    mkdirSync(project);
+    writeFileSync(join(project, "package.json"), JSON.stringify({ name: "path-install", private: true, type: "module" }));
+    execFileSync("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error", checkout], { cwd: project, stdio: "pipe" });
+    const out = execFileSync(
+      process.execPath,
+      ["--input-type=module", "-e", 'const m = await import("@arbiter-ledger/arbiter"); const a = await import("@arbiter-ledger/arbiter/openai-agents"); console.log(typeof m.Client, typeof a.arbiterTool)'],
+      { cwd: project, encoding: "utf8" },
+    );
+    assert.equal(out.trim(), "function function");
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
 });

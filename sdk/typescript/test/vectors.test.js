@@ -158,3 +158,61 @@ test("compensations: when a worker runs a requested compensation, every case of 
     assert.equal(compensationDue(rc), c.due, c.case);
   }
 });
+
+test("model messages: what the adapters tell the model are sdk/vectors.json's, word for word", async () => {
+  const { MODEL_MESSAGES, modelMessage } = await import("@arbiter-ledger/arbiter/openai-agents");
+  const ai = await import("@arbiter-ledger/arbiter/ai-sdk");
+  assert.deepEqual({ ...MODEL_MESSAGES }, vectors().model_messages.messages);
+  assert.equal(ai.MODEL_MESSAGES, MODEL_MESSAGES);
+  assert.equal(modelMessage("failed"), "Not done: the call failed and did not take effect.", "no detail: the text ends at the sentence before it");
+  assert.equal(
+    modelMessage("held", "arbiter: held", "http://x/actions/1"),
+    "Not done: an earlier attempt's outcome is unknown and a person is checking it. Do not call the tool again; tell the user it is being checked (http://x/actions/1). arbiter: held",
+  );
+  assert.match(modelMessage("held"), /\(the Arbiter dashboard\)\.$/);
+});
+
+test("outcomes: what a guard records for what the guarded call raised, every case of sdk/vectors.json", async () => {
+  const { NotDone, classifyError, classifyWith, errorKind, retriable } = await import("@arbiter-ledger/arbiter");
+  const o = v.outcomes;
+  assert.equal(o.default, "outcome_unknown");
+  // Each kind as TypeScript raises it; several errors a kind, all of them classified the same.
+  const raised = {
+    timeout: () => [
+      new DOMException("The operation was aborted due to timeout", "TimeoutError"),
+      new DOMException("This operation was aborted", "AbortError"),
+      new TypeError("fetch failed", { cause: Object.assign(new Error("Headers Timeout Error"), { code: "UND_ERR_HEADERS_TIMEOUT" }) }),
+      new TypeError("fetch failed", { cause: Object.assign(new Error("Body Timeout Error"), { code: "UND_ERR_BODY_TIMEOUT" }) }),
+    ],
+    connection_lost: () => [
+      new TypeError("fetch failed", { cause: Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" }) }),
+      new TypeError("fetch failed", { cause: Object.assign(new Error("write EPIPE"), { code: "EPIPE" }) }),
+      new TypeError("fetch failed", { cause: Object.assign(new Error("other side closed"), { code: "UND_ERR_SOCKET" }) }),
+    ],
+    connection_refused: () => [new TypeError("fetch failed", { cause: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED" }) })],
+    not_done: (c) => (c.retriable ? [new NotDone("declined", { retriable: true }), retriable(new Error("declined"))] : [new NotDone("declined")]),
+    http_status: (c) => [
+      Object.assign(new Error(`HTTP ${c.status}`), { status: c.status }),
+      Object.assign(new Error(`HTTP ${c.status}`), { statusCode: c.status }),
+      Object.assign(new Error(`HTTP ${c.status}`), { response: { status: c.status } }),
+    ],
+    other: () => [new Error("a bug in the tool"), new RangeError("out of range"), "a string thrown", { weird: true }],
+  };
+  const classifiers = {
+    failed: () => "failed",
+    failed_retriable: () => "failed_retriable",
+    raises: () => {
+      throw new Error("the classifier broke");
+    },
+  };
+  for (const c of o.cases) {
+    const errors = raised[c.raised](c);
+    assert.ok(errors.length > 0, c.raised);
+    for (const err of errors) {
+      const got = c.classifier ? classifyWith(err, classifiers[c.classifier], c.tool_maps) : classifyError(err, c.tool_maps ?? []);
+      const want = c.records === "failed" ? (c.retriable_recorded || (c.raised === "connection_refused" && c.retriable) ? "failed_retriable" : "failed") : c.records;
+      assert.equal(got, want, `${JSON.stringify(c)}: ${String(err?.message ?? err)}`);
+      if (!c.classifier && c.raised !== "not_done") assert.equal(errorKind(err), c.raised, String(err?.message ?? err));
+    }
+  }
+});

@@ -1,0 +1,65 @@
+// Type-level tests: `npm run test:types` (tsc --noEmit over this file)
+// fails when a type the SDK promises is not the one it declares. Each
+// assertion is an `Expect<Equal<…>>`; a line marked @ts-expect-error must
+// not compile.
+
+import { tool as aiTool } from "ai";
+import { tool as agentsTool } from "@openai/agents";
+import { z } from "zod";
+import { Client, key, type Outcome } from "@arbiter-ledger/arbiter";
+import { arbiterTool as aiArbiterTool } from "@arbiter-ledger/arbiter/ai-sdk";
+import { arbiterTool as agentsArbiterTool } from "@arbiter-ledger/arbiter/openai-agents";
+
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+type Expect<T extends true> = T;
+const arbiter = new Client("http://127.0.0.1:8080", "ak_test");
+
+// guard(): the outcome's result is what the function returns.
+export async function guarded() {
+  const out = await arbiter.guard({ key: key("refund", "o-1"), tool: "payments.refund" }, async () => ({ result: { refundId: "re_1", cents: 4200 }, externalRef: "re_1" }));
+  type _1 = Expect<Equal<typeof out, Outcome<{ refundId: string; cents: number }>>>;
+  type _2 = Expect<Equal<typeof out.result, { refundId: string; cents: number } | undefined>>;
+  const none = await arbiter.guard({ key: "k", tool: "t" }, async () => {});
+  type _3 = Expect<Equal<typeof none.result, unknown>>;
+}
+
+const Refund = z.object({ order: z.string(), amountCents: z.number() });
+type Refund = z.infer<typeof Refund>;
+
+// arbiterTool infers its input from the schema: no annotation on key, execute, requireApproval.
+const aiParts = aiArbiterTool(arbiter, {
+  schema: Refund,
+  tool: "payments.refund",
+  key: (input) => key("refund", input.order),
+  requireApproval: (input) => input.amountCents > 10_000,
+  execute: async (input, attempt) => ({ refundId: `re_${attempt.number}`, order: input.order }),
+  externalRef: (out) => out.refundId,
+});
+type _4 = Expect<Equal<Parameters<typeof aiParts.execute>[0], Refund>>;
+type _5 = Expect<Equal<Awaited<ReturnType<typeof aiParts.execute>>, { refundId: string; order: string } | string>>;
+export const aiRefund = aiTool({ description: "Refund an order", ...aiParts });
+
+const agentsParts = agentsArbiterTool(arbiter, {
+  schema: Refund,
+  tool: "payments.refund",
+  key: (input) => key("refund", input.order),
+  execute: async (input) => ({ refunded: input.amountCents }),
+});
+type _6 = Expect<Equal<Parameters<typeof agentsParts.execute>[0], Refund>>;
+export const agentsRefund = agentsTool({ name: "refund", description: "Refund an order", ...agentsParts });
+
+aiArbiterTool(arbiter, {
+  schema: Refund,
+  tool: "payments.refund",
+  // @ts-expect-error: the schema has no field "orderId"
+  key: (input) => key("refund", input.orderId),
+  execute: async () => ({}),
+});
+
+// Without a schema, the input is what the callbacks declare.
+const declared = aiArbiterTool(arbiter, {
+  tool: "payments.refund",
+  key: (input: { order: string }) => key("refund", input.order),
+  execute: async () => 1,
+});
+type _7 = Expect<Equal<Parameters<typeof declared.execute>[0], { order: string }>>;
