@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -223,4 +224,68 @@ func TestGuardTimeoutIsHeldNotFinished(t *testing.T) {
 		assert.Zero(t, runs)
 		assert.True(t, strings.Contains(err.Error(), "unknown"), err.Error())
 	})
+}
+
+// TestGuardCompensationOutcomes: a compensation's error follows the same
+// rule: one that proves nothing was undone is compensation_failed (and the
+// next call compensates again), any other leaves the undo unknown: nothing
+// is reported, so that a person decides instead of a blind second undo.
+func TestGuardCompensationOutcomes(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newEnv(t, st)
+		c := e.agent("payments")
+		op := e.operator("payments")
+		ctx := context.Background()
+		spec := refundSpec("comp", 10)
+		spec.Timeout = 30 * time.Second
+		out, err := c.Guard(ctx, spec, func(context.Context, client.Attempt) (any, string, error) { return nil, "re_1", nil })
+		require.NoError(t, err)
+		_, err = op.Decide(ctx, out.Action.ID, client.Decision{Decision: client.DecisionCompensate, Reason: "wrong order"})
+		require.NoError(t, err)
+
+		spec.Compensate = func(context.Context, client.Attempt) (string, error) {
+			return "", &client.NotDone{Err: errors.New("reversal refused"), Retriable: true}
+		}
+		_, err = c.Guard(ctx, spec, nil)
+		require.Error(t, err)
+		types, entries := timeline(t, c, spec.Key)
+		assert.Equal(t, "compensation_failed", types[len(types)-1])
+		assert.JSONEq(t, `{"type":"compensation_failed","error":"reversal refused","retriable":true}`, string(entries[len(entries)-1].Payload))
+
+		spec.Compensate = func(context.Context, client.Attempt) (string, error) {
+			return "", fmt.Errorf("POST /reversals: %w", context.DeadlineExceeded)
+		}
+		_, err = c.Guard(ctx, spec, nil)
+		var unknown *client.OutcomeUnknownError
+		require.ErrorAs(t, err, &unknown)
+		assert.True(t, unknown.Compensation)
+		types, entries = timeline(t, c, spec.Key)
+		assert.Equal(t, []string{"intent", "note"}, types[len(types)-2:], "no compensation_failed for an undo that may have happened")
+		assert.Contains(t, string(entries[len(entries)-1].Payload), "compensation outcome unknown: timeout: POST /reversals: context deadline exceeded")
+	})
+}
+
+// TestPendingApprovalErrorShowsPolicyErrors: a policy whose condition
+// failed at run time held the action; the error says why.
+func TestPendingApprovalErrorShowsPolicyErrors(t *testing.T) {
+	t.Parallel()
+	url := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"key":"refund:1","type":"intent","outcome":"pending_approval","attempt":0,
+			"action":{"id":"01J0000000000000000000000A","key":"refund:1","tool":"payments.refund","status":"awaiting_approval",
+			"approval":{"required":1,"approvals":[],"expires_at":"2030-01-01T00:00:00Z","policies":[
+				{"id":"p1","name":"big refunds","version":2,"error":"no such key: amount"},
+				{"id":"p2","name":"all refunds","version":1,"error":null}]}}}`)
+	})
+	c := client.New(url, "ak_x")
+	_, err := c.Guard(context.Background(), refundSpec("1", 10), func(context.Context, client.Attempt) (any, string, error) {
+		t.Fatal("ran while awaiting approval")
+		return nil, "", nil
+	})
+	var pending *client.PendingApprovalError
+	require.ErrorAs(t, err, &pending)
+	assert.Equal(t, []string{`policy "big refunds" could not be evaluated, so the action was held: no such key: amount`}, pending.PolicyErrors)
+	assert.Contains(t, err.Error(), "no such key: amount")
+	assert.NotContains(t, err.Error(), "all refunds")
 }
