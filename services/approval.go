@@ -26,8 +26,8 @@ var (
 // approvalRules are the rows approval adds to the table.
 var approvalRules = ruleTable{
 	evIntent: {
-		record.StatusAwaitingApproval: answer(record.OutcomePendingApproval),
-		record.StatusApproved:         startAttempt,
+		record.StatusAwaitingApproval: unlessExpired(answer(record.OutcomePendingApproval)),
+		record.StatusApproved:         unlessExpired(startAttempt),
 		record.StatusDenied:           answer(record.OutcomeDenied),
 	},
 	evApprove: {
@@ -78,11 +78,14 @@ type ApprovalQuery struct {
 func (l *Ledger) SetApprover(a Approver) { l.approver = a }
 
 // approvalFor asks the approver about a first intent; nil without one.
-func (l *Ledger) approvalFor(ctx context.Context, ns string, in *EntryInput, actor record.Actor, now time.Time) (*record.ApprovalRequest, error) {
+// The policies' agent is the API key's name (keyName), never the label the
+// entry chose, so an agent cannot step around a rule by naming itself
+// differently.
+func (l *Ledger) approvalFor(ctx context.Context, ns string, in *EntryInput, keyName string, now time.Time) (*record.ApprovalRequest, error) {
 	if l.approver == nil || in.Type != record.TypeIntent {
 		return nil, nil
 	}
-	q := ApprovalQuery{Namespace: ns, Tool: *in.Tool, Effect: string(record.EffectUnkeyed), Agent: actor.Name,
+	q := ApprovalQuery{Namespace: ns, Tool: *in.Tool, Effect: string(record.EffectUnkeyed), Agent: keyName,
 		Params: in.Params, Now: now}
 	if in.Effect != nil {
 		q.Effect = string(*in.Effect)
@@ -139,6 +142,13 @@ func approve(s *step) plan {
 	if s.act.Approval == nil {
 		return noApproval(s)
 	}
+	if approvalExpired(s) {
+		pl := expireApproval(s)
+		pl.outcome, pl.actor = record.OutcomeRejected, &systemActor
+		pl.err = Errorf(CodeApprovalExpired, "the approval of action %s expired at %s; it is denied and can no longer be approved",
+			s.act.ID, s.act.Approval.ExpiresAt.Format(time.RFC3339))
+		return pl
+	}
 	if s.act.Approval.Voted(s.identity) {
 		return plan{outcome: record.OutcomeRejected, err: Errorf(CodeAlreadyApproved,
 			"%s already approved action %s; %d of %d approvals so far", s.actor.Name, s.act.ID,
@@ -188,8 +198,38 @@ func approvalDeadline(s *step) plan {
 			record: &recordSpec{typ: record.TypeApprovalEscalated, payload: payload},
 			events: []record.EventType{record.EventApprovalEscalated}}
 	}
+	return expireApproval(s)
+}
+
+// approvalExpired reports whether the action's approval expired by now.
+func approvalExpired(s *step) bool {
+	ap := s.act.Approval
+	return ap != nil && !s.now.Before(ap.ExpiresAt)
+}
+
+// expireApproval denies an action whose approval expired, as the sweeper
+// records it; an agent's intent or an approve that comes first records it
+// the same way, written by the system (plan.actor).
+func expireApproval(s *step) plan {
+	ap := s.act.Approval
+	next := s.act.Clone()
 	next.Status = record.StatusDenied
 	return plan{outcome: record.OutcomeRecorded, next: next,
-		record: &recordSpec{typ: record.TypeApprovalExpired, payload: payload},
+		record: &recordSpec{typ: record.TypeApprovalExpired, payload: &record.ApprovalDeadlinePayload{
+			Approvals: len(ap.Approvals), EscalateAt: ap.EscalateAt, ExpiresAt: ap.ExpiresAt, Required: ap.Required}},
 		events: []record.EventType{record.EventApprovalExpired}}
+}
+
+// unlessExpired answers an intent with r while the approval runs; after
+// expires_at the intent is denied and the expiry recorded, whether or not
+// the sweeper has run.
+func unlessExpired(r rule) rule {
+	return func(s *step) plan {
+		if !approvalExpired(s) {
+			return r(s)
+		}
+		pl := expireApproval(s)
+		pl.outcome, pl.actor = record.OutcomeDenied, &systemActor
+		return pl
+	}
 }

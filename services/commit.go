@@ -52,6 +52,9 @@ func (l *Ledger) wakeDispatcher() {
 // newChange builds the change a plan decided: the entry to append (nil in
 // for decisions and the sweeper) and the action as it will be stored.
 func (l *Ledger) newChange(prev *record.Action, pl plan, actor record.Actor, in *EntryInput, now time.Time) *driver.Change {
+	if pl.actor != nil { // the system records what time decided
+		actor, in = *pl.actor, nil
+	}
 	e := record.Entry{ID: newID(), Type: pl.record.typ, Actor: actor, Attempt: pl.record.attempt,
 		Payload: record.MarshalPayload(pl.record.payload), RecordedAt: now}
 	if in != nil {

@@ -216,7 +216,7 @@ func (l *Ledger) applyAll(ctx context.Context, u *unit, items []*groupItem) erro
 // true. Whether the key is new is learnt by writing.
 func (l *Ledger) decideNew(ctx context.Context, it *groupItem, now time.Time) (bool, error) {
 	actor := actorOf(it.p, it.in)
-	req, err := l.approvalFor(ctx, it.p.Namespace, it.in, actor, now)
+	req, err := l.approvalFor(ctx, it.p.Namespace, it.in, it.p.Name, now)
 	if err != nil {
 		return false, err
 	}
@@ -401,7 +401,7 @@ func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput
 		}
 		var req *record.ApprovalRequest
 		if act == nil {
-			if req, err = l.approvalFor(ctx, p.Namespace, in, actor, now); err != nil {
+			if req, err = l.approvalFor(ctx, p.Namespace, in, p.Name, now); err != nil {
 				return EntryResult{}, err
 			}
 		}
@@ -529,9 +529,11 @@ func (l *Ledger) decideOn(ctx context.Context, p Principal, act *record.Action, 
 	now := l.now()
 	actor := record.Actor{Kind: record.ActorOperator, Name: p.Name}
 	pl := r(&step{now: now, ns: act.Namespace, act: act, dec: &d, actor: actor, identity: p.Kind + ":" + p.ID})
-	if pl.err != nil {
+	if pl.err != nil && pl.record == nil {
 		return nil, nil, pl.err
 	}
+	// A refused decision may still record what time decided (an expired
+	// approval), by the system (plan.actor).
 	ch := l.newChange(act, pl, actor, nil, now)
 	u := l.single()
 	written, err := l.write(ctx, u, []*driver.Change{ch})
@@ -543,6 +545,9 @@ func (l *Ledger) decideOn(ctx context.Context, p Principal, act *record.Action, 
 	}
 	if u.alerted {
 		l.wakeDispatcher()
+	}
+	if pl.err != nil {
+		return nil, nil, pl.err
 	}
 	e := ch.Entry
 	return ch.Next.Clone(), &e, nil

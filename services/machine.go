@@ -63,6 +63,10 @@ type plan struct {
 	next    *record.Action
 	record  *recordSpec
 	events  []record.EventType
+	// actor writes the record when it is not the step's actor: the system
+	// recording what time decided (an approval that expired) when an agent
+	// or an operator is the first to notice.
+	actor *record.Actor
 	// lease answers the entry when it is not the action's own lease (a
 	// lookup's).
 	lease *time.Time

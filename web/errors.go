@@ -29,6 +29,7 @@ var statusOf = map[string]int{
 	services.CodeInvalidTransition:           http.StatusConflict,
 	services.CodeVersionConflict:             http.StatusConflict,
 	services.CodeAlreadyApproved:             http.StatusConflict,
+	services.CodeApprovalExpired:             http.StatusConflict,
 	services.CodeInvalidPolicy:               http.StatusBadRequest,
 	services.CodeConflict:                    http.StatusConflict,
 	services.CodeTooManyMatched:              http.StatusConflict,

@@ -71,7 +71,7 @@ func TestPoliciesOnTheWire(t *testing.T) {
 		require.Equal(t, 200, status)
 		require.Len(t, m["versions"], 2)
 
-		status, m = e.do("POST", "/v1/policies/test", reader,
+		status, m = e.do("POST", "/v1/policies/test", admin,
 			`{"namespace":"payments","tools":["payments.*"],"condition":"params.amount > 1000","limit":50}`)
 		require.Equal(t, 200, status, "%v", m)
 		require.EqualValues(t, 1, m["examined"])

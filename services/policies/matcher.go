@@ -120,7 +120,11 @@ func (s *Service) Require(ctx context.Context, q services.ApprovalQuery) (*recor
 		if req == nil {
 			req = &record.ApprovalRequest{Policies: []record.PolicyRef{}}
 		}
-		req.Policies = append(req.Policies, record.PolicyRef{ID: p.ID, Name: p.Name, Version: p.Version})
+		ref := record.PolicyRef{ID: p.ID, Name: p.Name, Version: p.Version}
+		if evalErr != nil {
+			ref.Error = evalErr.Error()
+		}
+		req.Policies = append(req.Policies, ref)
 		req.Required = max(req.Required, p.ApprovalsRequired)
 		expires := q.Now.Add(time.Duration(p.ExpiresAfter) * time.Second)
 		if req.ExpiresAt.IsZero() || expires.Before(req.ExpiresAt) {

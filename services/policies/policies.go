@@ -143,6 +143,15 @@ func manage(p services.Principal) error {
 	return nil
 }
 
+// read checks that p may read policies: agent keys may not (they would
+// learn how to word an intent that escapes a rule).
+func read(p services.Principal) error {
+	if p.Role == services.RoleAgent {
+		return services.Errorf(services.CodeForbidden, "agent keys may not read policies; use a reader, operator or admin key")
+	}
+	return nil
+}
+
 func notFound(id string) error {
 	return services.Errorf(services.CodeNotFound, "no policy has id %q", id)
 }
@@ -265,6 +274,9 @@ func (s *Service) find(ctx context.Context, pr services.Principal, id string) (*
 
 // Get returns a policy p may see.
 func (s *Service) Get(ctx context.Context, pr services.Principal, id string) (*Policy, error) {
+	if err := read(pr); err != nil {
+		return nil, err
+	}
 	m, err := s.find(ctx, pr, id)
 	if err != nil {
 		return nil, err
@@ -275,6 +287,9 @@ func (s *Service) Get(ctx context.Context, pr services.Principal, id string) (*P
 // List returns the policies p may see, of namespace ns if set, oldest
 // first.
 func (s *Service) List(ctx context.Context, pr services.Principal, ns string) ([]*Policy, error) {
+	if err := read(pr); err != nil {
+		return nil, err
+	}
 	if err := services.CheckFilterText("namespace", ns); err != nil {
 		return nil, err
 	}
@@ -364,6 +379,9 @@ func (s *Service) Delete(ctx context.Context, pr services.Principal, id string) 
 // Versions returns every version of a policy p may see, oldest first, also
 // after it was deleted.
 func (s *Service) Versions(ctx context.Context, pr services.Principal, id string) ([]*Policy, error) {
+	if err := read(pr); err != nil {
+		return nil, err
+	}
 	if _, err := uuid.Parse(id); err != nil {
 		return nil, notFound(id)
 	}
@@ -388,6 +406,11 @@ func (s *Service) Versions(ctx context.Context, pr services.Principal, id string
 // Test evaluates a rule, without saving it, on the namespace's latest first
 // intents (its actions, newest first). Nothing is written.
 func (s *Service) Test(ctx context.Context, pr services.Principal, in TestInput) (*TestResult, error) {
+	// Admins only: it runs a condition of the caller's choosing over the
+	// ledger.
+	if pr.Role != services.RoleAdmin {
+		return nil, services.Errorf(services.CodeForbidden, "only admins may test policies")
+	}
 	limit := DefaultTestLimit
 	if in.Limit != nil {
 		limit = *in.Limit

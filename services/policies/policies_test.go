@@ -139,7 +139,9 @@ func TestPoliciesHoldWhatTheyCatch(t *testing.T) {
 		require.ErrorIs(t, err, services.ErrForbidden)
 
 		// What a rule would have caught among recent first intents.
-		tr, err := e.pol.Test(context.Background(), e.reader, policies.TestInput{Namespace: e.ns,
+		_, err = e.pol.Test(context.Background(), e.reader, policies.TestInput{Namespace: e.ns, Tools: []string{"*"}})
+		require.ErrorIs(t, err, services.ErrForbidden, "only admins test policies")
+		tr, err := e.pol.Test(context.Background(), admin, policies.TestInput{Namespace: e.ns,
 			Tools: []string{"payments.*"}, Condition: `params.amount > 100000`})
 		require.NoError(t, err)
 		require.Equal(t, 7, tr.Examined)

@@ -36,6 +36,9 @@ type Vote struct {
 
 // PolicyRef names a policy at the version that caught the action.
 type PolicyRef struct {
+	// Error is why the policy's condition failed at run time (the intent
+	// was held anyway: fail closed); empty when it evaluated.
+	Error   string `json:"error,omitempty"`
 	ID      string `json:"id"`
 	Name    string `json:"name"`
 	Version int    `json:"version"`
