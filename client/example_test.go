@@ -44,10 +44,17 @@ func ExampleClient_Guard() {
 		return map[string]string{"refund_id": refundID}, refundID, nil
 	})
 
+	// An error of payments.Refund is recorded outcome_unknown (a timeout
+	// may come after the refund was made) unless it proves the refund was
+	// not made: return &client.NotDone{Err: err} for those, or list the
+	// provider's refusals in GuardSpec.NotDoneStatuses.
 	var held *client.HeldError
+	var unknown *client.OutcomeUnknownError
 	switch {
 	case errors.As(err, &held):
 		log.Printf("outcome unknown, an operator decides: %s", held.URL)
+	case errors.As(err, &unknown):
+		log.Printf("outcome unknown, recorded for a lookup and an operator: %v", err)
 	case err != nil:
 		log.Printf("refund not done: %v", err)
 	default:

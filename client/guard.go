@@ -20,12 +20,18 @@ const (
 // GuardFunc performs the side effect of one attempt. It returns the result
 // to save in the ledger (anything that marshals to JSON, or nil) and the id
 // of the effect in the downstream system (a refund id, a message id), or an
-// error, which says what is known about the effect:
+// error, which says what is known about the effect (see DefaultClassify,
+// and GuardSpec.Classify to replace the rule):
 //
-//   - a plain error: it did not happen, and it is final (recorded failed);
-//   - Retriable(err): it did not happen, and a later intent may try again;
-//   - Unknown(err): it may have happened (a timeout, a lost answer); nothing
-//     is recorded and the action waits for a person once its lease passes.
+//   - a *NotDone, or an *HTTPStatusError with a status in
+//     GuardSpec.NotDoneStatuses: it did not happen, and it is final
+//     (recorded failed);
+//   - Retriable(err), a NotDone with Retriable, or a connection refused: it
+//     did not happen, and a later intent may try again;
+//   - any other error (a timeout, a lost connection, Unknown(err), an error
+//     of no known kind): it may have happened; it is recorded
+//     outcome_unknown, the action is timed_out at once, and a lookup, then
+//     a person, finds out.
 //
 // Pass a.Key to the downstream system as its idempotency key when it takes
 // one: a retry of the action then reaches the downstream with the same key.
@@ -91,6 +97,16 @@ type GuardSpec struct {
 	// and a *PendingApprovalError if nobody decided in time. 0 returns the
 	// *PendingApprovalError at once.
 	ApprovalWait time.Duration
+	// NotDoneStatuses are the downstream HTTP statuses that prove the
+	// effect did not happen (say 400, 402, 404, 409, 422), for a function
+	// that returns an *HTTPStatusError: those are recorded failed, any other
+	// status outcome_unknown.
+	NotDoneStatuses []int
+	// Classify replaces the default rule (DefaultClassify) that says what
+	// an error of fn, or of Compensate, means for the effect. A Classify
+	// that panics, or returns no known Classification, counts as
+	// ClassOutcomeUnknown.
+	Classify func(error) Classification
 }
 
 // approvalWait is how much longer Guard may wait for a decision. Under a
@@ -209,7 +225,8 @@ func (o *Outcome) DecodeResult(v any) error {
 //     does not run and the error wraps ErrUnreachable (fail closed).
 //   - proceed: it runs fn with the attempt, sending heartbeats about every
 //     third of the lease while fn runs, and records succeeded (fn's result
-//     and external ref) or failed (fn's error; see Retriable) for that
+//     and external ref), failed (an error that proves the effect did not
+//     happen, see GuardFunc) or outcome_unknown (any other error) for that
 //     attempt. The report is retried with backoff and jitter while Arbiter
 //     is unavailable, up to the client's report budget; it names the
 //     attempt, so a repeat is answered duplicate and counts once.
@@ -232,11 +249,13 @@ func (o *Outcome) DecodeResult(v any) error {
 //     key_reused.
 //
 // When fn fails, the failure is recorded and fn's error is returned with
-// the Outcome. When fn's error is marked Unknown, or comes after its context
-// was cancelled (the caller gave up, or the lease was lost), the effect may
-// have happened: no outcome is reported and the error is an
-// *OutcomeUnknownError. A success is reported even if ctx was cancelled
-// meanwhile, because the effect happened.
+// the Outcome. When fn's error does not prove that the effect did not
+// happen, or comes after its context was cancelled, the effect may have
+// happened: the error is an *OutcomeUnknownError, and outcome_unknown is
+// recorded, unless the lease was lost or ctx ended (then nothing is
+// reported and the action times out when its lease passes). A
+// success is reported even if ctx was cancelled meanwhile, because the
+// effect happened.
 func (c *Client) Guard(ctx context.Context, spec GuardSpec, fn GuardFunc) (*Outcome, error) {
 	intent, err := spec.intent()
 	if err != nil {
@@ -277,7 +296,7 @@ func (c *Client) Guard(ctx context.Context, spec GuardSpec, fn GuardFunc) (*Outc
 				Compensation: res.Action.Status == StatusCompensationRequested}
 		case OutcomePendingApproval:
 			pending = &PendingApprovalError{ActionID: res.Action.ID, Key: spec.Key, URL: c.ActionURL(res.Action.ID),
-				Waited: time.Since(start)}
+				Waited: time.Since(start), PolicyErrors: policyErrors(res.Action)}
 			if spec.approvalWait(ctx, start) <= 0 {
 				return nil, pending
 			}
@@ -340,15 +359,27 @@ func (c *Client) execute(ctx context.Context, spec *GuardSpec, res *Result, fn G
 	result, ref, fnErr := fn(runCtx, a)
 	lost := hb.stop()
 
-	if fnErr != nil && (lost != nil || ctx.Err() != nil || IsUnknown(fnErr)) {
-		if IsUnknown(fnErr) && lost == nil && ctx.Err() == nil {
-			// Best effort: the operator who finds the action timed out
-			// learns why.
-			note := spec.entry(TypeNote, a.Number)
-			note.Message = Ptr("outcome unknown: " + errorText(fnErr))
-			_, _ = c.Submit(ctx, note)
-		}
+	if fnErr != nil && (lost != nil || ctx.Err() != nil) {
+		// The attempt is no longer this caller's (its lease was lost), or
+		// the caller gave up on it: nothing is reported, as if the process
+		// had died; the lease passes and the action times out.
 		return nil, &OutcomeUnknownError{ActionID: a.ActionID, Key: a.Key, Attempt: a.Number, Err: fnErr}
+	}
+	class := ClassOutcomeUnknown
+	if fnErr != nil {
+		class = spec.classify(fnErr)
+	}
+	if fnErr != nil && class == ClassOutcomeUnknown {
+		// The effect may have happened: say so, so that the action goes to
+		// a lookup and a person at once.
+		e := spec.entry(TypeOutcomeUnknown, a.Number)
+		e.Error = Ptr(outcomeErrorText(fnErr))
+		stored, err := c.report(ctx, a, e)
+		ue := &OutcomeUnknownError{ActionID: a.ActionID, Key: a.Key, Attempt: a.Number, Err: fnErr, Reported: err == nil}
+		if stored != nil {
+			ue.Action = stored.Action
+		}
+		return nil, errors.Join(ue, err)
 	}
 	e := spec.entry(TypeSucceeded, a.Number)
 	var resultErr error
@@ -372,8 +403,8 @@ func (c *Client) execute(ctx context.Context, spec *GuardSpec, res *Result, fn G
 		}
 	} else {
 		e.Type = TypeFailed
-		e.Error = Ptr(errorText(fnErr))
-		e.Retriable = Ptr(IsRetriable(fnErr))
+		e.Error = Ptr(outcomeErrorText(fnErr))
+		e.Retriable = Ptr(class == ClassFailedRetriable)
 	}
 	stored, err := c.report(reportCtx, a, e)
 	out := &Outcome{Ran: true, Attempt: a.Number, Result: e.Result, ExternalRef: ref}
@@ -392,7 +423,7 @@ func (c *Client) compensate(ctx context.Context, spec *GuardSpec, res *Result) (
 		// person, takes over, and nobody waits for a lease to pass.
 		err := fmt.Errorf("%w: action %s (key %q), see %s", ErrCompensationRequested, a.ActionID, a.Key, c.ActionURL(a.ActionID))
 		_, rerr := c.reportCompensationFailed(ctx, spec, a,
-			Retriable(fmt.Errorf("this caller of Guard has no Compensate function for %s", spec.Tool)))
+			fmt.Errorf("this caller of Guard has no Compensate function for %s", spec.Tool), true)
 		return nil, errors.Join(err, rerr)
 	}
 	runCtx, cancelRun := context.WithCancelCause(ctx)
@@ -401,16 +432,22 @@ func (c *Client) compensate(ctx context.Context, spec *GuardSpec, res *Result) (
 	defer hb.stop()
 	ref, fnErr := spec.Compensate(runCtx, a)
 	lost := hb.stop()
-	if fnErr != nil && (lost != nil || ctx.Err() != nil || IsUnknown(fnErr)) {
-		if IsUnknown(fnErr) && lost == nil && ctx.Err() == nil {
+	class := ClassOutcomeUnknown
+	if fnErr != nil && lost == nil && ctx.Err() == nil {
+		class = spec.classify(fnErr)
+	}
+	if fnErr != nil && class == ClassOutcomeUnknown {
+		// The undo may have happened: nothing is reported, the
+		// compensation's lease passes and a person decides.
+		if lost == nil && ctx.Err() == nil {
 			note := spec.entry(TypeNote, a.Number)
-			note.Message = Ptr("compensation outcome unknown: " + errorText(fnErr))
+			note.Message = Ptr("compensation outcome unknown: " + outcomeErrorText(fnErr))
 			_, _ = c.Submit(ctx, note)
 		}
 		return nil, &OutcomeUnknownError{ActionID: a.ActionID, Key: a.Key, Attempt: a.Number, Compensation: true, Err: fnErr}
 	}
 	if fnErr != nil {
-		_, err := c.reportCompensationFailed(ctx, spec, a, fnErr)
+		_, err := c.reportCompensationFailed(ctx, spec, a, fnErr, class == ClassFailedRetriable)
 		return nil, errors.Join(fnErr, err)
 	}
 	e := spec.entry(TypeCompensated, a.Number)
@@ -428,10 +465,10 @@ func (c *Client) compensate(ctx context.Context, spec *GuardSpec, res *Result) (
 // reportCompensationFailed records that the compensation did not undo the
 // effect, which releases its lease; the action stays
 // compensation_requested for the next intent or a person.
-func (c *Client) reportCompensationFailed(ctx context.Context, spec *GuardSpec, a Attempt, cause error) (*Result, error) {
+func (c *Client) reportCompensationFailed(ctx context.Context, spec *GuardSpec, a Attempt, cause error, retriable bool) (*Result, error) {
 	e := spec.entry(TypeCompensationFailed, a.Number)
-	e.Error = Ptr(errorText(cause))
-	e.Retriable = Ptr(IsRetriable(cause))
+	e.Error = Ptr(outcomeErrorText(cause))
+	e.Retriable = Ptr(retriable)
 	return c.report(ctx, a, e)
 }
 

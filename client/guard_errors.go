@@ -52,10 +52,32 @@ type PendingApprovalError struct {
 	ActionID, Key string
 	URL           string        // the action's page, where operators approve it
 	Waited        time.Duration // how long Guard waited for a decision (GuardSpec.ApprovalWait)
+	// PolicyErrors describe the run-time errors of policies whose
+	// condition could not be evaluated for the action, which held it.
+	PolicyErrors []string
 }
 
 func (e *PendingApprovalError) Error() string {
-	return fmt.Sprintf("arbiter: action %q awaits approval; nothing was run (%s)", e.Key, e.URL)
+	msg := fmt.Sprintf("arbiter: action %q awaits approval; nothing was run (%s)", e.Key, e.URL)
+	for _, p := range e.PolicyErrors {
+		msg += "; " + p
+	}
+	return msg
+}
+
+// policyErrors describes the run-time errors of the policies that held
+// the action, one "policy NAME could not be evaluated: ERROR" each.
+func policyErrors(a *Action) []string {
+	if a == nil || a.Approval == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range a.Approval.Policies {
+		if p.Error != nil && *p.Error != "" {
+			out = append(out, fmt.Sprintf("policy %q could not be evaluated, so the action was held: %s", p.Name, *p.Error))
+		}
+	}
+	return out
 }
 
 // DeniedError means the action's approval was rejected (By, Reason) or
@@ -105,17 +127,24 @@ func (e *FinishedError) Error() string {
 		e.Action.ID, e.Action.Key, e.Action.Status)
 }
 
-// OutcomeUnknownError means the function returned an error marked with
-// Unknown, or any error after its context was cancelled (by the caller, or
-// because the lease was lost). The effect may or may not have happened, so
-// no failure was reported: the action times out and an operator decides,
-// unless a later report resolves it. Compensation is true when it was the
-// compensation that was interrupted.
+// OutcomeUnknownError means the effect may or may not have happened: the
+// function returned an error the classification (GuardSpec.Classify,
+// DefaultClassify) did not prove harmless — a timeout, a lost connection,
+// an error of no known kind — or any error after its context was cancelled
+// (by the caller, or because the lease was lost). When Reported, the guard
+// recorded outcome_unknown: the action (Action, as the ledger answered) is
+// timed_out, and a lookup, then a person, finds out; the next call gets a
+// *HeldError. Otherwise (the lease was lost, the caller's context ended,
+// the report could not be made, or it was a compensation) nothing was
+// reported: the lease passes and an operator decides.
+// Compensation is true when it was the compensation that was interrupted.
 type OutcomeUnknownError struct {
 	ActionID     string
 	Key          string
 	Attempt      int
 	Compensation bool
+	Reported     bool
+	Action       *Action
 	Err          error
 }
 
@@ -124,8 +153,12 @@ func (e *OutcomeUnknownError) Error() string {
 	if e.Compensation {
 		what = "the compensation of attempt"
 	}
-	return fmt.Sprintf("arbiter: %s %d of action %s (key %q) was interrupted (%v); the outcome is unknown and was not reported",
-		what, e.Attempt, e.ActionID, e.Key, e.Err)
+	how := "was not reported"
+	if e.Reported {
+		how = "was reported outcome_unknown, and a person will check it"
+	}
+	return fmt.Sprintf("arbiter: %s %d of action %s (key %q) did not say whether it took effect (%v); the outcome is unknown and %s",
+		what, e.Attempt, e.ActionID, e.Key, e.Err, how)
 }
 
 func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
@@ -148,8 +181,9 @@ func (e *ReportError) Error() string {
 
 func (e *ReportError) Unwrap() error { return e.Err }
 
-// Retriable marks a guarded function's error as retriable: the failure is
-// recorded with retriable true, and the next intent for the key gets a new
+// Retriable marks a guarded function's error as proving the effect did
+// not happen, and retriable (as &NotDone{Err: err, Retriable: true}): the
+// failure is recorded with retriable true, and the next intent for the key gets a new
 // attempt instead of a replay of the failure. Use it for failures known to
 // have had no effect (the provider refused the request, a validation
 // error upstream, …).
@@ -170,11 +204,11 @@ type retriableError struct{ err error }
 
 // Unknown marks a guarded function's error as leaving the outcome unknown:
 // the request may have reached the downstream system and the answer was
-// lost (a timeout, a broken connection). Guard then reports no outcome,
-// leaves a note for the operators, and returns an *OutcomeUnknownError; the
-// lease passes, the action times out, and a person (or a later report)
-// resolves it. Recording "failed" instead would claim that nothing
-// happened.
+// lost. It is what DefaultClassify says of any error it cannot prove
+// harmless; Unknown says it also under a *NotDone or Retriable. Guard
+// records outcome_unknown and returns an *OutcomeUnknownError; the action is
+// timed_out, and a lookup, then a person, resolves it. Recording "failed"
+// instead would claim that nothing happened.
 func Unknown(err error) error {
 	if err == nil {
 		return nil

@@ -108,9 +108,10 @@ func TestGuardRecordsFailures(t *testing.T) {
 		assert.Equal(t, 2, out.Attempt)
 		assert.Equal(t, int32(2), runs.Load())
 
-		// A plain failure is final: the next call replays it as an error.
+		// A failure that proves nothing happened is final: the next call
+		// replays it as an error.
 		out, err = c.Guard(ctx, refundSpec("2", 10), func(context.Context, client.Attempt) (any, string, error) {
-			return nil, "", errDeclined
+			return nil, "", &client.NotDone{Err: errDeclined}
 		})
 		assert.ErrorIs(t, err, errDeclined)
 		assert.Equal(t, client.StatusFailed, out.Action.Status)
@@ -467,18 +468,20 @@ func TestGuardLeavesAnUnknownOutcomeToAPerson(t *testing.T) {
 		c := e.agent("payments")
 		ctx := context.Background()
 		spec := refundSpec("unknown", 10)
-		spec.Timeout = time.Second
+		spec.Timeout = time.Minute
 		_, err := c.Guard(ctx, spec, func(context.Context, client.Attempt) (any, string, error) {
-			return nil, "", client.Unknown(context.DeadlineExceeded)
+			// Unknown wins over an error that would otherwise prove nothing
+			// happened.
+			return nil, "", client.Unknown(&client.NotDone{Err: errors.New("provider said no, then the line dropped")})
 		})
 		var unknown *client.OutcomeUnknownError
 		require.ErrorAs(t, err, &unknown)
-		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.True(t, unknown.Reported)
 		types, entries := timeline(t, c, "refund:unknown")
-		assert.Equal(t, []string{"intent", "note"}, types)
-		assert.Contains(t, string(entries[1].Payload), "outcome unknown: context deadline exceeded")
+		assert.Equal(t, []string{"intent", "outcome_unknown"}, types)
+		assert.JSONEq(t, `{"type":"outcome_unknown","error":"provider said no, then the line dropped"}`, string(entries[1].Payload))
 
-		require.Eventually(t, func() bool { return e.sweep() == 1 }, 5*time.Second, 100*time.Millisecond)
+		// Held at once, long before the lease would have passed.
 		var runs atomic.Int32
 		_, err = c.Guard(ctx, spec, counted(&runs))
 		var held *client.HeldError
@@ -496,7 +499,7 @@ func TestGuardReportsAreNeverRefusedForTheirSize(t *testing.T) {
 		c := e.agent("payments")
 		ctx := context.Background()
 		out, err := c.Guard(ctx, refundSpec("big-error", 10), func(context.Context, client.Attempt) (any, string, error) {
-			return nil, "", errors.New("bad\x00byte\xff" + strings.Repeat("x", 100<<10))
+			return nil, "", &client.NotDone{Err: errors.New("bad\x00byte\xff" + strings.Repeat("x", 100<<10))}
 		})
 		require.Error(t, err)
 		assert.Equal(t, client.StatusFailed, out.Action.Status)

@@ -36,12 +36,16 @@ const (
 
 // Entry types an agent sends.
 const (
-	TypeIntent      = "intent"
-	TypeHeartbeat   = "heartbeat"
-	TypeSucceeded   = "succeeded"
-	TypeFailed      = "failed"
-	TypeCompensated = "compensated"
-	TypeNote        = "note"
+	TypeIntent    = "intent"
+	TypeHeartbeat = "heartbeat"
+	TypeSucceeded = "succeeded"
+	TypeFailed    = "failed"
+	// TypeOutcomeUnknown: the agent cannot tell whether the effect
+	// happened (a timeout, a connection lost after the request left); the
+	// action is timed_out at once and goes to a lookup, then a person.
+	TypeOutcomeUnknown = "outcome_unknown"
+	TypeCompensated    = "compensated"
+	TypeNote           = "note"
 	// Look before you resend: a worker takes a lookup lease on a timed-out
 	// attempt, asks its downstream, and reports what it found; a
 	// compensation that did not work is reported so its lease is released.
@@ -147,6 +151,10 @@ type ApprovalPolicy struct {
 	ID      string `json:"id"`
 	Name    string `json:"name"`
 	Version int    `json:"version"`
+	// Error is the policy's run-time error when its condition could not
+	// be evaluated for the action (it was held to be safe); nil when the
+	// condition evaluated.
+	Error *string `json:"error,omitempty"`
 }
 
 // Actor says who wrote a ledger entry.

@@ -62,6 +62,8 @@ type handler struct {
 	run        GuardFunc
 	compensate CompensateFunc
 	lookup     LookupFunc
+	notDone    []int
+	classify   func(error) Classification
 }
 
 // statuses are the statuses of the actions h has work for.
@@ -115,6 +117,21 @@ func (w *Worker) Handle(tool string, run GuardFunc, compensate CompensateFunc) {
 	defer w.mu.Unlock()
 	h := w.handlers[tool]
 	h.run, h.compensate = run, compensate
+	w.handlers[tool] = h
+}
+
+// Classify sets how the errors of tool's handlers are read, as
+// GuardSpec.NotDoneStatuses and GuardSpec.Classify do for Guard: notDone
+// are the downstream HTTP statuses (of an *HTTPStatusError) that prove the
+// effect did not happen, and classify, if not nil, replaces the default
+// rule (DefaultClassify). Without it the default rule applies: an error
+// that does not prove the effect did not happen is recorded
+// outcome_unknown (or, for a compensation, leaves the undo to a person).
+func (w *Worker) Classify(tool string, notDone []int, classify func(error) Classification) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	h := w.handlers[tool]
+	h.notDone, h.classify = notDone, classify
 	w.handlers[tool] = h
 }
 
@@ -243,7 +260,8 @@ func (w *Worker) handlerFor(a Action) (handler, bool) {
 // work runs one action through Guard and logs what came of it.
 func (w *Worker) work(ctx context.Context, a Action, h handler) {
 	spec := GuardSpec{Key: a.Key, Tool: a.Tool, Effect: a.Effect, Params: json.RawMessage(a.Params),
-		Timeout: w.leaseOf(ctx, a), Agent: w.opts.Agent, Compensate: h.compensate}
+		Timeout: w.leaseOf(ctx, a), Agent: w.opts.Agent, Compensate: h.compensate,
+		NotDoneStatuses: h.notDone, Classify: h.classify}
 	if a.Reference != nil {
 		spec.Reference = *a.Reference
 	}
@@ -252,6 +270,7 @@ func (w *Worker) work(ctx context.Context, a Action, h handler) {
 	out, err := w.c.Guard(ctx, spec, h.run)
 	var inProgress *InProgressError
 	var held *HeldError
+	var unknown *OutcomeUnknownError
 	switch {
 	case err == nil && out.Compensated:
 		log.InfoContext(ctx, "arbiter worker: compensated", "attempt", out.Attempt, "external_ref", out.ExternalRef)
@@ -265,6 +284,9 @@ func (w *Worker) work(ctx context.Context, a Action, h handler) {
 		log.WarnContext(ctx, "arbiter worker: held for an operator", "url", held.URL)
 	case out != nil && out.Ran:
 		log.WarnContext(ctx, "arbiter worker: ran and recorded failed", "attempt", out.Attempt, "err", err)
+	case errors.As(err, &unknown) && unknown.Reported:
+		log.WarnContext(ctx, "arbiter worker: ran and recorded outcome_unknown, for a lookup and an operator",
+			"attempt", unknown.Attempt, "err", err)
 	default:
 		log.WarnContext(ctx, "arbiter worker: could not handle the action", "err", err)
 	}

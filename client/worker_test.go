@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -235,5 +236,38 @@ func TestWorkerRunPollsUntilCancelled(t *testing.T) {
 			t.Fatal("Run did not return after its context ended")
 		}
 		assert.Equal(t, int32(1), runs.Load())
+	})
+}
+
+// TestWorkerClassifiesAsItsToolSays: a retry the worker runs follows the
+// tool's own rule: a status the tool maps as not done is failed, and an
+// error it cannot read is outcome_unknown, for a lookup and a person.
+func TestWorkerClassifiesAsItsToolSays(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newEnv(t, st)
+		ctx := context.Background()
+		agent := e.agent("payments")
+		op := e.operator("payments")
+		w := newWorker(agent, nil)
+		status := 422
+		w.Handle("payments.refund", func(context.Context, client.Attempt) (any, string, error) {
+			return nil, "", &client.HTTPStatusError{StatusCode: status, Message: "order closed"}
+		}, nil)
+		w.Classify("payments.refund", []int{400, 422}, nil)
+		for _, c := range []struct {
+			status int
+			last   string
+		}{{422, "failed"}, {500, "outcome_unknown"}} {
+			status = c.status
+			key := fmt.Sprintf("refund:order-%d", c.status)
+			a := timedOut(t, e, agent, key, "payments.refund", client.EffectKeyed, `{"order":"x"}`)
+			_, err := op.Decide(ctx, a.ID, client.Decision{Decision: client.DecisionRetry, Reason: "retry it"})
+			require.NoError(t, err)
+			_, err = w.RunOnce(ctx)
+			require.NoError(t, err)
+			types, _ := timeline(t, agent, key)
+			assert.Equal(t, c.last, types[len(types)-1], "HTTP %d", c.status)
+		}
 	})
 }
