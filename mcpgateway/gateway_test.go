@@ -441,3 +441,21 @@ func TestUpstreamThatRenamesItselfKeepsTheConfiguredPrefix(t *testing.T) {
 		assert.Equal(t, client.StatusAwaitingApproval, a.Status)
 	})
 }
+
+func TestApprovalWaitLastsAsConfigured(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, m mode, arb *arbiter) {
+		up, pay := startUpstream(t, m)
+		agent := arb.client("payments", "gateway", services.RoleAgent)
+		g := startGateway(t, m, agent, up, `{"name": "payments", "approval_wait": "3s",
+		  "tools": [{"match": "refund", "key": "refund:{order_id}", "require_approval": true}]}`)
+		start := time.Now()
+		res := g.call(t, "refund", map[string]any{"order_id": "o-wait", "amount": 100})
+		took := time.Since(start)
+		require.True(t, res.IsError, text(res))
+		assert.Contains(t, text(res), "nobody decided within 3s")
+		assert.GreaterOrEqual(t, took, 3*time.Second, "the call waited the configured 3 s")
+		assert.Less(t, took, 3500*time.Millisecond, "and not much more")
+		assert.Equal(t, 0, pay.state().Calls["refund"])
+	})
+}
