@@ -75,11 +75,42 @@ func (g *Gateway) callGuarded(ctx context.Context, req *mcp.CallToolRequest, p *
 		c.mu.Lock()
 		c.started = stop
 		c.mu.Unlock()
-		spec.ApprovalWait = p.approvalWait
-		out, err = g.arbiter.Guard(ctx, spec, c.run)
+		out, err = c.waitForApproval(ctx, spec, time.Now().Add(p.approvalWait))
 		stop()
 	}
 	return c.answer(ctx, spec, out, err)
+}
+
+// waitForApproval asks again until the decision comes or the configured
+// wait ends at deadline. The server waits whole seconds, and Guard waits
+// only the whole seconds left of its ApprovalWait, so one Guard ends up to
+// a second early: the rest is waited here, and the ledger asked once more
+// at the deadline.
+func (c *call) waitForApproval(ctx context.Context, spec client.GuardSpec, deadline time.Time) (*client.Outcome, error) {
+	if d, ok := ctx.Deadline(); ok && d.Add(-time.Second).Before(deadline) {
+		// The last ask must be answered before the host's deadline.
+		deadline = d.Add(-time.Second)
+	}
+	for {
+		left := time.Until(deadline)
+		if left >= time.Second {
+			spec.ApprovalWait = left
+		} else {
+			spec.ApprovalWait = 0
+			if left > 0 {
+				t := time.NewTimer(left)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+				case <-t.C:
+				}
+			}
+		}
+		out, err := c.g.arbiter.Guard(ctx, spec, c.run)
+		if pending := (*client.PendingApprovalError)(nil); !errors.As(err, &pending) || spec.ApprovalWait == 0 || ctx.Err() != nil {
+			return out, err
+		}
+	}
 }
 
 // run performs the attempt the ledger granted.

@@ -16,7 +16,9 @@ import (
 // errors, so a typo does not silently leave a tool unguarded.
 type Config struct {
 	// Name prefixes the tool names recorded in the ledger ("payments" makes
-	// refund "payments.refund"). Default: the upstream's server name.
+	// refund "payments.refund"), which policies match. Required, here or on
+	// the command line (--name): it is never taken from the upstream, which
+	// could rename itself out of the policies written for it.
 	Name string `json:"name,omitempty"`
 	// ApprovalWait is how long a call held for approval waits for people's
 	// decision before the model is told it is still pending (default 2m).
@@ -32,9 +34,14 @@ type Rule struct {
 	// Match is a tool name, or a pattern where * matches any run of
 	// characters ("find_*").
 	Match string `json:"match"`
-	// Guarded says whether calls are recorded in the ledger. Default: not
-	// for tools annotated readOnlyHint, yes for every other tool.
+	// Guarded says whether calls are recorded in the ledger. Default: yes,
+	// whatever the upstream says of the tool (see TrustReadOnlyHint).
 	Guarded *bool `json:"guarded,omitempty"`
+	// TrustReadOnlyHint lets the upstream decide: a tool it annotates
+	// readOnlyHint (at start or in a changed tools list) is passed through
+	// unrecorded, with effect read_only. Default false: the upstream's
+	// annotations are never trusted.
+	TrustReadOnlyHint bool `json:"trust_read_only_hint,omitempty"`
 	// Effect is the effect class: read_only, idempotent, keyed or unkeyed
 	// (the default).
 	Effect string `json:"effect,omitempty"`
@@ -187,6 +194,12 @@ func (r *Rule) check() error {
 		if r.Lookup.Found == "" {
 			errs = append(errs, errors.New("lookup: found is required: the field of the lookup's structured result that is set when the effect happened"))
 		}
+	}
+	if r.Guarded != nil && r.TrustReadOnlyHint {
+		errs = append(errs, errors.New("guarded and trust_read_only_hint both decide whether calls are recorded; give one"))
+	}
+	if r.TrustReadOnlyHint && (r.Compensate != nil || r.Lookup != nil || r.Key != "" || r.RequireApproval) {
+		errs = append(errs, errors.New("trust_read_only_hint lets the upstream leave the tool unrecorded, so key, require_approval, compensate and lookup would not apply; give guarded or leave them out"))
 	}
 	if r.Guarded != nil && !*r.Guarded && (r.Compensate != nil || r.Lookup != nil || r.Key != "" || r.RequireApproval) {
 		errs = append(errs, errors.New("an unguarded tool is not recorded, so key, require_approval, compensate and lookup do not apply"))

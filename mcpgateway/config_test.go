@@ -26,6 +26,8 @@ func TestConfigurationMistakesThatNeedNoUpstream(t *testing.T) {
 		{"template", `{"tools": [{"match": "refund", "key": "refund:{order_id"}]}`, `template "refund:{order_id": the { at byte 7 is not closed`},
 		{"result in key", `{"tools": [{"match": "refund", "key": "refund:{result.id}"}]}`, `{result.…} is known only after the call`},
 		{"lookup without found", `{"tools": [{"match": "refund", "lookup": {"tool": "find_refund"}}]}`, `lookup: found is required`},
+		{"trust and guarded", `{"tools": [{"match": "refund", "guarded": true, "trust_read_only_hint": true}]}`, `guarded and trust_read_only_hint both decide`},
+		{"trust with key", `{"tools": [{"match": "refund", "trust_read_only_hint": true, "key": "x"}]}`, `trust_read_only_hint lets the upstream leave the tool unrecorded`},
 		{"unguarded with key", `{"tools": [{"match": "refund", "guarded": false, "key": "x"}]}`, `an unguarded tool is not recorded`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,7 +61,7 @@ func TestConfigurationThatDoesNotFitTheUpstreamIsAnErrorAtStart(t *testing.T) {
 			cfg, err := mcpgateway.ParseConfig([]byte(tc.doc))
 			require.NoError(t, err)
 			up := mcpgateway.Upstream{Command: []string{paymentsBin, "-state", filepath.Join(t.TempDir(), "p.json")}}
-			_, err = mcpgateway.New(context.Background(), mcpgateway.Options{Arbiter: nowhere, Upstream: up, Config: cfg,
+			_, err = mcpgateway.New(context.Background(), mcpgateway.Options{Arbiter: nowhere, Upstream: up, Config: cfg, Name: "payments",
 				Logger: slog.New(slog.DiscardHandler)})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.err)
@@ -77,7 +79,7 @@ func TestUnreachableUpstreamIsAnErrorAtStart(t *testing.T) {
 		{"url", mcpgateway.Upstream{URL: "http://127.0.0.1:1/mcp"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := mcpgateway.New(context.Background(), mcpgateway.Options{Arbiter: nowhere, Upstream: tc.up,
+			_, err := mcpgateway.New(context.Background(), mcpgateway.Options{Arbiter: nowhere, Upstream: tc.up, Name: "payments",
 				Logger: slog.New(slog.DiscardHandler)})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "mcpgateway: connect to the upstream")
@@ -91,6 +93,32 @@ func TestTheExampleConfigurationFitsTheExampleServer(t *testing.T) {
 	require.NoError(t, err)
 	up := mcpgateway.Upstream{Command: []string{paymentsBin, "-state", filepath.Join(t.TempDir(), "p.json")}}
 	g, err := mcpgateway.New(context.Background(), mcpgateway.Options{Arbiter: nowhere, Upstream: up, Config: cfg,
+		Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	require.NoError(t, g.Close())
+}
+
+func TestConfigurationWithoutANameIsRefusedAtStart(t *testing.T) {
+	t.Parallel()
+	up := mcpgateway.Upstream{Command: []string{paymentsBin, "-state", filepath.Join(t.TempDir(), "p.json")}}
+	for _, tc := range []struct{ name, doc, flag, err string }{
+		{"none", `{}`, "", `mcpgateway: no name: give the tool prefix recorded in the ledger`},
+		{"differ", `{"name": "payments"}`, "billing", `--name "billing" and the configuration's name "payments" differ`},
+		{"invalid", `{"name": "pay ments"}`, "", `name "pay ments": a tool prefix is letters`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := mcpgateway.ParseConfig([]byte(tc.doc))
+			require.NoError(t, err)
+			_, err = mcpgateway.New(context.Background(), mcpgateway.Options{Arbiter: nowhere, Upstream: up, Config: cfg, Name: tc.flag,
+				Logger: slog.New(slog.DiscardHandler)})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.err)
+		})
+	}
+	// The command line's name does when the file has none.
+	cfg, err := mcpgateway.ParseConfig([]byte(`{}`))
+	require.NoError(t, err)
+	g, err := mcpgateway.New(context.Background(), mcpgateway.Options{Arbiter: nowhere, Upstream: up, Config: cfg, Name: "payments",
 		Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	require.NoError(t, g.Close())

@@ -246,10 +246,16 @@ type gateway struct {
 // document cfg and connects the Go SDK's MCP client to it as the host.
 func startGateway(t testing.TB, m mode, arb *client.Client, up mcpgateway.Upstream, cfg string) *gateway {
 	t.Helper()
+	return startGatewayNamed(t, m, arb, up, cfg, "")
+}
+
+// startGatewayNamed is startGateway with the command line's --name.
+func startGatewayNamed(t testing.TB, m mode, arb *client.Client, up mcpgateway.Upstream, cfg, name string) *gateway {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c, err := mcpgateway.ParseConfig([]byte(cfg))
 	require.NoError(t, err)
-	g, err := mcpgateway.New(ctx, mcpgateway.Options{Arbiter: arb, Upstream: up, Config: c, WorkerPoll: 50 * time.Millisecond,
+	g, err := mcpgateway.New(ctx, mcpgateway.Options{Arbiter: arb, Upstream: up, Config: c, Name: name, WorkerPoll: 50 * time.Millisecond,
 		Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	gw := &gateway{Gateway: g}

@@ -27,6 +27,10 @@ type Options struct {
 	// Config says how the tools are guarded (nil: the defaults for every
 	// tool).
 	Config *Config
+	// Name is the ledger's tool prefix when the configuration has no name
+	// (the command line's --name). One of the two is required; when both
+	// are given they must agree.
+	Name string
 	// Agent names the gateway in the ledger (default: the API key's name).
 	Agent string
 	// WorkerPoll is the worker's pause between polls for operators'
@@ -72,6 +76,19 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		opts.Logger = slog.Default()
 	}
 	g := &Gateway{opts: opts, log: opts.Logger, arbiter: opts.Arbiter, cfg: opts.Config}
+	switch {
+	case g.cfg.Name == "" && opts.Name == "":
+		return nil, errors.New(`mcpgateway: no name: give the tool prefix recorded in the ledger, which policies match ("payments" makes refund "payments.refund"), as "name" in the configuration or with --name; it is not taken from the upstream, which could rename itself`)
+	case g.cfg.Name != "" && opts.Name != "" && g.cfg.Name != opts.Name:
+		return nil, fmt.Errorf("mcpgateway: --name %q and the configuration's name %q differ; give one", opts.Name, g.cfg.Name)
+	case g.cfg.Name != "":
+		g.prefix = g.cfg.Name
+	default:
+		g.prefix = opts.Name
+	}
+	if err := checkPrefix(g.prefix); err != nil {
+		return nil, err
+	}
 	if err := g.checkArbiter(ctx); err != nil {
 		return nil, err
 	}
@@ -85,10 +102,6 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("mcpgateway: %w", err)
 	}
 	init := cs.InitializeResult()
-	g.prefix = g.cfg.Name
-	if g.prefix == "" {
-		g.prefix = toolPrefix(init.ServerInfo)
-	}
 	tools, err := listTools(ctx, cs)
 	if err != nil {
 		_ = g.up.close()
@@ -185,18 +198,14 @@ func (p *plan) listed() *mcp.Tool {
 	return &t
 }
 
-var nonPrefix = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+var validPrefix = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
 
-// toolPrefix derives the ledger's tool prefix from the upstream's name.
-func toolPrefix(impl *mcp.Implementation) string {
-	if impl == nil {
-		return "mcp"
+// checkPrefix refuses a tool prefix the ledger's tool names cannot carry.
+func checkPrefix(p string) error {
+	if len(p) > 64 || !validPrefix.MatchString(p) {
+		return fmt.Errorf("mcpgateway: name %q: a tool prefix is letters, digits, _ and -, in dot-separated parts, at most 64 characters", p)
 	}
-	p := strings.Trim(nonPrefix.ReplaceAllString(impl.Name, "-"), "-")
-	if p == "" {
-		return "mcp"
-	}
-	return p
+	return nil
 }
 
 func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {

@@ -21,7 +21,8 @@ const refundConfig = `{
     {"match": "refund", "key": "refund:{order_id}", "reference": "order {order_id}", "lease": "2s",
      "external_ref": "{result.refund_id}",
      "compensate": {"tool": "cancel_refund", "arguments": {"refund_id": "{result.refund_id}"}},
-     "lookup": {"tool": "find_refund", "arguments": {"order_id": "{order_id}"}, "found": "refund_id"}}
+     "lookup": {"tool": "find_refund", "arguments": {"order_id": "{order_id}"}, "found": "refund_id"}},
+    {"match": "find_refund", "guarded": false}
   ]
 }`
 
@@ -76,7 +77,7 @@ func TestReadOnlyToolPassesThroughWithoutAnEntry(t *testing.T) {
 	each(t, func(t *testing.T, m mode, arb *arbiter) {
 		up, pay := startUpstream(t, m)
 		agent := arb.client("payments", "gateway", services.RoleAgent)
-		g := startGateway(t, m, agent, up, `{}`)
+		g := startGateway(t, m, agent, up, `{"name": "payments", "tools": [{"match": "find_refund", "guarded": false}]}`)
 
 		res := g.call(t, "find_refund", map[string]any{"order_id": "order-1"})
 		require.False(t, res.IsError, text(res))
@@ -95,7 +96,7 @@ func TestDefaultKeyRecognisesOnlyAnIdenticalCall(t *testing.T) {
 	each(t, func(t *testing.T, m mode, arb *arbiter) {
 		up, pay := startUpstream(t, m)
 		agent := arb.client("payments", "gateway", services.RoleAgent)
-		g := startGateway(t, m, agent, up, `{}`)
+		g := startGateway(t, m, agent, up, `{"name": "payments"}`)
 
 		first := g.call(t, "refund", map[string]any{"order_id": "o-1", "amount": 5})
 		require.False(t, first.IsError, text(first))
@@ -333,7 +334,7 @@ func TestUpstreamRefusingTheConnectionIsARetriableFailure(t *testing.T) {
 		arb := startArbiter(t, st)
 		up, pay := startUpstream(t, m)
 		agent := arb.client("payments", "gateway", services.RoleAgent)
-		g := startGateway(t, m, agent, up, `{"name": "payments", "tools": [{"match": "refund", "key": "refund:{order_id}"}]}`)
+		g := startGateway(t, m, agent, up, `{"name": "payments", "approval_wait": "1s", "tools": [{"match": "refund", "key": "refund:{order_id}"}]}`)
 		ctx := context.Background()
 		args := map[string]any{"order_id": "o-down", "amount": 120}
 
@@ -357,5 +358,104 @@ func TestUpstreamRefusingTheConnectionIsARetriableFailure(t *testing.T) {
 		assert.Equal(t, client.StatusSucceeded, a.Status)
 		assert.Equal(t, 2, a.Attempt)
 		assert.Equal(t, 1, pay.state().Calls["refund"], "the server saw the second call only")
+	})
+}
+
+// refundPolicy (after the namespace's first key) makes Arbiter hold every payments.refund* call for two
+// approvals.
+func refundPolicy(t *testing.T, arb *arbiter) {
+	t.Helper()
+	admin := arb.client("", "admin", services.RoleAdmin)
+	_, err := admin.CreatePolicy(context.Background(), client.PolicyInput{Name: new("two approvals for refunds"),
+		Namespace: new("payments"), Tools: &[]string{"payments.refund*"}, ApprovalsRequired: new(2), Enabled: new(true)})
+	require.NoError(t, err)
+}
+
+func TestUpstreamReadOnlyHintDoesNotUnguardATool(t *testing.T) {
+	t.Parallel()
+	for _, lie := range []string{"listing", "later"} {
+		t.Run(lie, func(t *testing.T) {
+			t.Parallel()
+			each(t, func(t *testing.T, m mode, arb *arbiter) {
+				up, pay := startUpstream(t, m, "-lie-read-only", lie)
+				agent := arb.client("payments", "gateway", services.RoleAgent)
+				refundPolicy(t, arb)
+				// An explicit rule for refund, and none at all for the
+				// others: neither lets the upstream's hint count.
+				g := startGateway(t, m, agent, up, `{"name": "payments", "approval_wait": "1s", "tools": [{"match": "refund", "key": "refund:{order_id}"}]}`)
+				if lie == "later" {
+					g.call(t, "find_refund", map[string]any{"order_id": "o-0"})
+					eventually(t, "the host hears refund is now annotated readOnlyHint", func() bool {
+						for tool, err := range g.host.Tools(context.Background(), nil) {
+							if err == nil && tool.Name == "refund" && tool.Annotations != nil && tool.Annotations.ReadOnlyHint {
+								return true
+							}
+						}
+						return false
+					})
+				}
+				res := g.call(t, "refund", map[string]any{"order_id": "o-big", "amount": 500000})
+				require.True(t, res.IsError, text(res))
+				assert.Contains(t, text(res), "waits for a person's approval")
+				assert.Equal(t, 0, pay.state().Calls["refund"], "the policy holds it")
+				a, err := agent.ActionByKey(context.Background(), "refund:o-big")
+				require.NoError(t, err, "the call was recorded")
+				assert.Equal(t, client.StatusAwaitingApproval, a.Status)
+				assert.Equal(t, "payments.refund", a.Tool)
+				assert.Equal(t, "unkeyed", a.Effect)
+			})
+		})
+	}
+}
+
+func TestTrustReadOnlyHintLetsTheUpstreamDecide(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, m mode, arb *arbiter) {
+		up, pay := startUpstream(t, m)
+		agent := arb.client("payments", "gateway", services.RoleAgent)
+		g := startGateway(t, m, agent, up, `{"name": "payments", "tools": [{"match": "*", "trust_read_only_hint": true}]}`)
+		require.False(t, g.call(t, "find_refund", map[string]any{"order_id": "o-1"}).IsError)
+		require.False(t, g.call(t, "refund", map[string]any{"order_id": "o-1", "amount": 5}).IsError)
+		assert.Equal(t, 1, pay.state().Calls["find_refund"])
+		page, err := agent.ListActions(context.Background(), client.ListOptions{})
+		require.NoError(t, err)
+		require.Len(t, page.Actions, 1, "only the refund was recorded")
+		assert.Equal(t, "payments.refund", page.Actions[0].Tool)
+	})
+}
+
+func TestUpstreamThatRenamesItselfKeepsTheConfiguredPrefix(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, m mode, arb *arbiter) {
+		up, pay := startUpstream(t, m, "-name", "payments-v2")
+		agent := arb.client("payments", "gateway", services.RoleAgent)
+		refundPolicy(t, arb)
+		// The prefix comes from the command line when the file has no name.
+		g := startGatewayNamed(t, m, agent, up, `{"approval_wait": "1s", "tools": [{"match": "refund", "key": "refund:{order_id}"}]}`, "payments")
+		res := g.call(t, "refund", map[string]any{"order_id": "o-big", "amount": 500000})
+		require.True(t, res.IsError, text(res))
+		assert.Equal(t, 0, pay.state().Calls["refund"], "the policy for payments.refund* holds it")
+		a, err := agent.ActionByKey(context.Background(), "refund:o-big")
+		require.NoError(t, err)
+		assert.Equal(t, "payments.refund", a.Tool)
+		assert.Equal(t, client.StatusAwaitingApproval, a.Status)
+	})
+}
+
+func TestApprovalWaitLastsAsConfigured(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, m mode, arb *arbiter) {
+		up, pay := startUpstream(t, m)
+		agent := arb.client("payments", "gateway", services.RoleAgent)
+		g := startGateway(t, m, agent, up, `{"name": "payments", "approval_wait": "3s",
+		  "tools": [{"match": "refund", "key": "refund:{order_id}", "require_approval": true}]}`)
+		start := time.Now()
+		res := g.call(t, "refund", map[string]any{"order_id": "o-wait", "amount": 100})
+		took := time.Since(start)
+		require.True(t, res.IsError, text(res))
+		assert.Contains(t, text(res), "nobody decided within 3s")
+		assert.GreaterOrEqual(t, took, 3*time.Second, "the call waited the configured 3 s")
+		assert.Less(t, took, 3500*time.Millisecond, "and not much more")
+		assert.Equal(t, 0, pay.state().Calls["refund"])
 	})
 }

@@ -99,7 +99,9 @@ func resolve(cfg *Config, prefix string, tools []*mcp.Tool) (map[string]*plan, e
 }
 
 func newPlan(r Rule, t *mcp.Tool, prefix string, wait time.Duration, tools map[string]*mcp.Tool) (*plan, error) {
-	readOnly := t.Annotations != nil && t.Annotations.ReadOnlyHint
+	// The upstream's annotations count only where the configuration says
+	// to trust them: an upstream must not unguard its own tools.
+	readOnly := r.TrustReadOnlyHint && t.Annotations != nil && t.Annotations.ReadOnlyHint
 	p := &plan{tool: t, guarded: !readOnly, ledgerTool: ledgerTool(prefix, t.Name), effect: r.Effect,
 		requireApproval: r.RequireApproval, approvalWait: wait}
 	if r.Guarded != nil {

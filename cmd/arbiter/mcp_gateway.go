@@ -24,6 +24,7 @@ type mcpGatewayCmd struct {
 	Config      string   `name:"config" env:"ARBITER_MCP_CONFIG" help:"The gateway's configuration file (JSON; see docs/mcp-gateway.md). Without one every tool gets the defaults."`
 	UpstreamURL string   `name:"upstream-url" env:"ARBITER_MCP_UPSTREAM_URL" help:"The upstream's streamable HTTP endpoint, instead of a command line."`
 	Listen      string   `name:"listen" env:"ARBITER_MCP_LISTEN" help:"Serve hosts over streamable HTTP at http://ADDR/mcp instead of over stdio (e.g. 127.0.0.1:8090)."`
+	Name        string   `name:"name" env:"ARBITER_MCP_NAME" help:"The tool prefix recorded in the ledger (\"payments\" makes refund \"payments.refund\"), when the configuration has no \"name\". One of the two is required."`
 	Agent       string   `name:"agent" env:"ARBITER_MCP_AGENT" help:"The agent name recorded in the ledger (default: the API key's name)."`
 	Upstream    []string `arg:"" optional:"" passthrough:"" help:"The upstream MCP server's command line, after --, run over stdio."`
 }
@@ -43,7 +44,7 @@ func (m *mcpGatewayCmd) Run(ctx context.Context, log *slog.Logger) error {
 	}
 	g, err := mcpgateway.New(ctx, mcpgateway.Options{
 		Arbiter:  client.New(m.URL, m.APIKey, client.WithUserAgent("arbiter-mcp-gateway")),
-		Upstream: up, Config: cfg, Agent: m.Agent, Logger: log})
+		Upstream: up, Config: cfg, Name: m.Name, Agent: m.Agent, Logger: log})
 	if err != nil {
 		return err
 	}
