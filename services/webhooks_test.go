@@ -684,7 +684,7 @@ func TestSlackFormat(t *testing.T) {
 		}
 		require.Contains(t, byText[record.EventTimedOut], "status *timed_out*")
 		require.Contains(t, byText[record.EventDecided], "status *abandoned*")
-		require.Contains(t, byText[record.EventDecided], "ops-alice decided *abandon*: &lt;@U123&gt; &amp; &lt;script&gt;")
+		require.Contains(t, byText[record.EventDecided], "alice@example.com decided *abandon*: &lt;@U123&gt; &amp; &lt;script&gt;")
 	})
 }
 
