@@ -127,7 +127,10 @@ export interface EntryResult {
 /** Says who wrote a ledger entry. */
 export interface Actor {
   kind: "agent" | "operator" | "system";
+  /** The person (an operator's email) or the agent's or system's name. */
   name: string;
+  /** How an operator decided: "dashboard", or "api_key:<key name>". */
+  via?: string;
 }
 
 /** One person's yes, or the rejection. */

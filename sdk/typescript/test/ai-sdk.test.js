@@ -130,7 +130,7 @@ describe("Vercel AI SDK adapter", { skip: noServer || missing || false, concurre
     assert.deepEqual(refunds, [{ order, amount_cents: 250_000, key: `refund:${order}`, attempt: 1 }]);
     const done = await agent.actionByKey(`refund:${order}`);
     assert.equal(done.status, "succeeded");
-    assert.equal(done.approval.approvals[0].by.name, "sdk-operator");
+    assert.equal(done.approval.approvals[0].by.name, "sdk-operator@example.com");
   });
 
   test("rejected in Arbiter (a policy held it): the SDK refuses the call with who and why, and nothing runs", async () => {
@@ -152,11 +152,11 @@ describe("Vercel AI SDK adapter", { skip: noServer || missing || false, concurre
     const answers = await arbiterApprovals(tools, first.content);
     assert.equal(answers.responses.length, 1);
     assert.equal(answers.responses[0].approved, false);
-    assert.equal(answers.responses[0].reason, "Refused: a person rejected this call, or its approval expired. It will not run. Do not call the tool again; tell the user it was refused. Arbiter: rejected by sdk-operator: the order was never paid");
+    assert.equal(answers.responses[0].reason, "Refused: a person rejected this call, or its approval expired. It will not run. Do not call the tool again; tell the user it was refused. Arbiter: rejected by sdk-operator@example.com: the order was never paid");
 
     messages.push(...first.response.messages, answers.message);
     const second = await generateText({ model, tools, messages });
-    assert.deepEqual(toolOutputs(second), [{ type: "execution-denied", reason: "Refused: a person rejected this call, or its approval expired. It will not run. Do not call the tool again; tell the user it was refused. Arbiter: rejected by sdk-operator: the order was never paid" }]);
+    assert.deepEqual(toolOutputs(second), [{ type: "execution-denied", reason: "Refused: a person rejected this call, or its approval expired. It will not run. Do not call the tool again; tell the user it was refused. Arbiter: rejected by sdk-operator@example.com: the order was never paid" }]);
     assert.equal(refunds.length, 0);
     assert.equal((await agent.actionByKey(`refund:${order}`)).status, "denied");
   });

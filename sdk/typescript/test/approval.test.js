@@ -52,7 +52,7 @@ describe("approval", { skip: noServer || false, concurrency: true }, () => {
     assert.equal(waits.at(-1).status, 201, "the waiting request was answered proceed");
     const a = await agent.action(held.id);
     assert.equal(a.approval.approvals.length, 1);
-    assert.equal(a.approval.approvals[0].by.name, "sdk-operator");
+    assert.equal(a.approval.approvals[0].by.name, "sdk-operator@example.com");
   });
 
   test("denied while waiting: the guard throws DeniedError with who and why, and nothing runs", async () => {
@@ -66,7 +66,7 @@ describe("approval", { skip: noServer || false, concurrency: true }, () => {
     const err = await guarded;
     assert.ok(err instanceof DeniedError, String(err));
     assert.equal(err.expired, false);
-    assert.equal(err.by, "sdk-operator");
+    assert.equal(err.by, "sdk-operator@example.com");
     assert.equal(err.reason, "over the customer's balance");
     assert.equal(err.actionId, held.id);
     assert.equal(runs, 0);

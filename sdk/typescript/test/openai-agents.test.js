@@ -138,7 +138,7 @@ describe("OpenAI Agents adapter", { skip: noServer || missing || false, concurre
     assert.equal(applied.rejected.length, 1);
     result = await agents.run(bot, result.state);
     assert.deepEqual(result.interruptions, []);
-    assert.deepEqual(toolOutputs(result), ["Refused: a person rejected this call, or its approval expired. It will not run. Do not call the tool again; tell the user it was refused. Arbiter: rejected by sdk-operator: the order was never paid"]);
+    assert.deepEqual(toolOutputs(result), ["Refused: a person rejected this call, or its approval expired. It will not run. Do not call the tool again; tell the user it was refused. Arbiter: rejected by sdk-operator@example.com: the order was never paid"]);
     assert.equal(refunds.length, 0);
     assert.equal((await agent.actionByKey(`refund:${order}`)).status, "denied");
   });
