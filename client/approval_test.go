@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/arbiter-ledger/arbiter/client"
@@ -110,5 +111,36 @@ func TestGuardWaitsForApproval(t *testing.T) {
 		var pending *client.PendingApprovalError
 		require.ErrorAs(t, err, &pending)
 		require.EqualValues(t, 1, runs.Load())
+	})
+}
+
+// TestPendingApprovalNamesAPolicysRunTimeError: a policy whose condition
+// cannot be evaluated for an intent (it has no params.amount) holds it, and
+// the guard's error says which policy and why, as the action's approval
+// does.
+func TestPendingApprovalNamesAPolicysRunTimeError(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newEnv(t, st)
+		ctx := context.Background()
+		c := e.agent("payments")
+		admin := e.client(e.key("", "admin", services.RoleAdmin))
+		_, err := admin.CreatePolicy(ctx, client.PolicyInput{Name: client.Ptr("big refunds"), Namespace: client.Ptr("payments"),
+			Tools: &[]string{"payments.refund"}, Condition: client.Ptr("params.amount > 100000"), ApprovalsRequired: client.Ptr(1)})
+		require.NoError(t, err)
+		spec := client.GuardSpec{Key: "refund:no-params", Tool: "payments.refund", Effect: client.EffectKeyed}
+		_, err = c.Guard(ctx, spec, func(context.Context, client.Attempt) (any, string, error) {
+			t.Error("ran while held for approval")
+			return nil, "", nil
+		})
+		var pending *client.PendingApprovalError
+		require.ErrorAs(t, err, &pending)
+		require.Len(t, pending.PolicyErrors, 1)
+		assert.Contains(t, err.Error(), `policy "big refunds" could not be evaluated`)
+		a, err := c.ActionByKey(ctx, spec.Key)
+		require.NoError(t, err)
+		require.Len(t, a.Approval.Policies, 1)
+		require.NotNil(t, a.Approval.Policies[0].Error)
+		assert.Contains(t, pending.PolicyErrors[0], *a.Approval.Policies[0].Error)
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/arbiter-ledger/arbiter/services/accounts"
+	"github.com/arbiter-ledger/arbiter/services/policies"
 	"github.com/arbiter-ledger/arbiter/services/webhooks"
 
 	"github.com/stretchr/testify/require"
@@ -53,9 +54,11 @@ func newEnv(t *testing.T, st *services.Store) *env {
 
 func (e *env) startServer() *httptest.Server {
 	st := e.st
-	h := web.New(web.Deps{Store: st, Ledger: services.NewLedger(st), Keys: accounts.NewKeys(st),
+	ledger, approvals := services.NewLedger(st), policies.New(st)
+	ledger.SetApprover(approvals)
+	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st),
 		Accounts: accounts.New(st), Webhooks: webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}),
-		Metrics: web.NewMetrics(nil), Log: slog.New(slog.DiscardHandler)})
+		Policies: approvals, Metrics: web.NewMetrics(nil), Log: slog.New(slog.DiscardHandler)})
 	return httptest.NewServer(h)
 }
 

@@ -27,7 +27,9 @@ func (f *demoFleet) ordinaryWork(ctx context.Context) {
 	f.guard(ctx, "crm-bot", f.crmBot, f.lookupSpec(f.next(), f.next()), f.lookup)
 
 	f.guard(ctx, "refund-bot", f.refundBot, f.refundSpec(f.next(), 8900),
-		func(context.Context, client.Attempt) (any, string, error) { return nil, "", errCardDeclined })
+		func(context.Context, client.Attempt) (any, string, error) {
+			return nil, "", &client.NotDone{Err: errCardDeclined}
+		})
 
 	invoice := f.emailSpec(f.next(), "invoice")
 	f.guard(ctx, "mail-bot", f.mailBot, invoice,
@@ -193,7 +195,9 @@ func (f *demoFleet) trickle(ctx context.Context) {
 			f.guard(ctx, "billing-bot", f.billingBot, f.chargeSpec(n, "pro"), f.charge)
 		case r < 90:
 			f.guard(ctx, "refund-bot", f.refundBot, f.refundSpec(n, 8900),
-				func(context.Context, client.Attempt) (any, string, error) { return nil, "", errCardDeclined })
+				func(context.Context, client.Attempt) (any, string, error) {
+					return nil, "", &client.NotDone{Err: errCardDeclined}
+				})
 		case r < 95:
 			f.crash(ctx, "refund-bot", f.refundBot, f.refundSpec(n, 500+rand.N(20000)), f.refund)
 		default:
