@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arbiter-ledger/arbiter/client"
@@ -141,6 +142,28 @@ func (c *call) replay(out *client.Outcome) *mcp.CallToolResult {
 			res.Content = []mcp.Content{&mcp.TextContent{Text: string(out.Result)}}
 		}
 	}
+	if c.p.tool.OutputSchema != nil && !fitsSchema(c.p.tool.OutputSchema, res.StructuredContent) {
+		// A host checks the structured content of a tool that declares an
+		// output schema, and for a confirmed action Arbiter may hold only
+		// evidence (a lookup's answer, a person's note) or nothing. What
+		// fits is passed as the structured content; otherwise the honest
+		// answer a host accepts is a tool error (hosts do not check those)
+		// that says the effect happened and why there is no result.
+		if v := structured(res); v != nil && fitsSchema(c.p.tool.OutputSchema, v) {
+			res.StructuredContent = v
+		} else {
+			recorded := ""
+			if len(out.Result) > 0 && string(out.Result) != "null" {
+				recorded = " What was recorded: " + string(out.Result) + "."
+			}
+			e := toolError("%s was not called again: this identical call was made before (attempt %d, %s) and %s, "+
+				"but Arbiter has no result of it in the form this tool returns, so there is none to show.%s "+
+				"Do not call it again: it has already taken effect. See %s.",
+				c.p.tool.Name, out.Attempt, a.Status, happenedText(a.Status), recorded, c.g.arbiter.ActionURL(a.ID))
+			e.Meta = mcp.Meta{"arbiter": replayMeta(c, out)}
+			return e
+		}
+	}
 	res.IsError = false
 	how := "this is its saved result"
 	if a.Status == client.StatusConfirmed {
@@ -152,9 +175,52 @@ func (c *call) replay(out *client.Outcome) *mcp.CallToolResult {
 	if res.Meta == nil {
 		res.Meta = mcp.Meta{}
 	}
-	res.Meta["arbiter"] = map[string]any{"replay": true, "action_id": a.ID, "key": a.Key, "attempt": out.Attempt,
-		"status": a.Status, "url": c.g.arbiter.ActionURL(a.ID)}
+	res.Meta["arbiter"] = replayMeta(c, out)
 	return res
+}
+
+// replayMeta marks a replay for programs.
+func replayMeta(c *call, out *client.Outcome) map[string]any {
+	a := out.Action
+	return map[string]any{"replay": true, "action_id": a.ID, "key": a.Key, "attempt": out.Attempt,
+		"status": a.Status, "url": c.g.arbiter.ActionURL(a.ID)}
+}
+
+// happenedText says who established that a replayed action took effect.
+func happenedText(s client.Status) string {
+	if s == client.StatusConfirmed {
+		return "it was confirmed to have happened (by a person or a lookup at the upstream)"
+	}
+	return "it took effect"
+}
+
+// fitsSchema says whether v is valid under the JSON schema schema (as the
+// upstream listed it). A schema the gateway cannot read fits nothing.
+func fitsSchema(schema, v any) bool {
+	if v == nil {
+		return false
+	}
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return false
+	}
+	var js jsonschema.Schema
+	if json.Unmarshal(raw, &js) != nil {
+		return false
+	}
+	resolved, err := js.Resolve(nil)
+	if err != nil {
+		return false
+	}
+	// Validate reads JSON values: numbers as float64, objects as maps.
+	if raw, err = json.Marshal(v); err != nil {
+		return false
+	}
+	var val any
+	if json.Unmarshal(raw, &val) != nil {
+		return false
+	}
+	return resolved.Validate(val) == nil
 }
 
 // contentText is a result's text content, for the ledger's error field.

@@ -2,10 +2,12 @@ package mcpgateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -274,10 +276,17 @@ func TestLookupConfirmsATimedOutCallThatHappened(t *testing.T) {
 		assert.Equal(t, 1, pay.state().Calls["refund"])
 		assert.GreaterOrEqual(t, pay.state().Calls["find_refund"], 1)
 
-		// The model's repeat is answered from the ledger.
+		// The model's repeat is answered from the ledger. The lookup's
+		// answer is not a refund's result, and refund declares an output
+		// schema: a tool error (which hosts do not check against the schema)
+		// says it happened.
 		again := g.call(t, "refund", map[string]any{"order_id": "o-9", "amount": 300})
-		require.False(t, again.IsError, text(again))
+		require.True(t, again.IsError, text(again))
+		assert.Nil(t, again.StructuredContent)
 		assert.Contains(t, text(again), "it was confirmed to have happened")
+		assert.Contains(t, text(again), "Do not call it again: it has already taken effect")
+		assert.Equal(t, true, again.Meta["arbiter"].(map[string]any)["replay"])
+		assert.Equal(t, 1, pay.state().Calls["refund"])
 	})
 }
 
@@ -457,5 +466,76 @@ func TestApprovalWaitLastsAsConfigured(t *testing.T) {
 		assert.GreaterOrEqual(t, took, 3*time.Second, "the call waited the configured 3 s")
 		assert.Less(t, took, 3500*time.Millisecond, "and not much more")
 		assert.Equal(t, 0, pay.state().Calls["refund"])
+	})
+}
+
+// refundSchemaFits checks v against the output schema the upstream lists
+// for refund, as a host does.
+func refundSchemaFits(t *testing.T, g *gateway, v any) {
+	t.Helper()
+	for tool, err := range g.host.Tools(context.Background(), nil) {
+		require.NoError(t, err)
+		if tool.Name != "refund" {
+			continue
+		}
+		require.NotNil(t, tool.OutputSchema, "refund declares an output schema")
+		raw, err := json.Marshal(tool.OutputSchema)
+		require.NoError(t, err)
+		var js jsonschema.Schema
+		require.NoError(t, json.Unmarshal(raw, &js))
+		resolved, err := js.Resolve(nil)
+		require.NoError(t, err)
+		raw, err = json.Marshal(v)
+		require.NoError(t, err)
+		var val any
+		require.NoError(t, json.Unmarshal(raw, &val))
+		require.NoError(t, resolved.Validate(val), "the structured content fits refund's output schema")
+		return
+	}
+	t.Fatal("no refund tool listed")
+}
+
+func TestReplayOfAnOperatorsConfirmFitsTheOutputSchema(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, m mode, arb *arbiter) {
+		agent := arb.client("payments", "gateway", services.RoleAgent)
+		operator := arb.client("payments", "on-call", services.RoleOperator)
+		ctx := context.Background()
+		// confirmed starts a gateway and an upstream that loses the answer
+		// to the first refund, and confirms that refund with result.
+		confirmed := func(order, result string) *gateway {
+			up, _ := startUpstream(t, m, "-crash-after-refund")
+			g := startGateway(t, m, agent, up, `{"name": "payments", "tools": [{"match": "refund", "key": "refund:{order_id}", "lease": "1s"}]}`)
+			require.True(t, g.call(t, "refund", map[string]any{"order_id": order, "amount": 300}).IsError)
+			var a *client.Action
+			eventually(t, "timed out", func() bool {
+				arb.sweep()
+				var err error
+				a, err = agent.ActionByKey(ctx, "refund:"+order)
+				return err == nil && a.Status == client.StatusTimedOut
+			})
+			d := client.Decision{Decision: client.DecisionConfirm, Reason: "seen in the PSP dashboard"}
+			if result != "" {
+				d.Result = json.RawMessage(result)
+			}
+			_, err := operator.Decide(ctx, a.ID, d)
+			require.NoError(t, err)
+			return g
+		}
+
+		g := confirmed("o-with", `{"refund_id": "re_1", "order_id": "o-with", "amount": 300, "cancelled": false}`)
+		with := g.call(t, "refund", map[string]any{"order_id": "o-with", "amount": 300})
+		require.False(t, with.IsError, text(with))
+		require.NotNil(t, with.StructuredContent, "a result that fits is the structured content")
+		refundSchemaFits(t, g, with.StructuredContent)
+		assert.Equal(t, "re_1", with.StructuredContent.(map[string]any)["refund_id"])
+		assert.Contains(t, text(with), "it was confirmed to have happened")
+
+		g = confirmed("o-without", "")
+		without := g.call(t, "refund", map[string]any{"order_id": "o-without", "amount": 300})
+		require.True(t, without.IsError, "no result: a tool error a host accepts, not a result without structured content")
+		assert.Nil(t, without.StructuredContent)
+		assert.Contains(t, text(without), "refund was not called again: this identical call was made before (attempt 1, confirmed)")
+		assert.Contains(t, text(without), "Do not call it again: it has already taken effect")
 	})
 }

@@ -1,10 +1,12 @@
 package mcpgateway_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -198,5 +200,81 @@ func TestPythonMCPHostTalksToTheGateway(t *testing.T) {
 		page, err := agent.ListActions(ctx, client.ListOptions{})
 		require.NoError(t, err)
 		assert.Len(t, page.Actions, 1, "the read-only call left no entry")
+	})
+}
+
+// TestPythonMCPHostAcceptsTheReplayOfAConfirmedCall: refund declares an
+// output schema, and the Python SDK refuses a result of such a tool without
+// structured content ("has an output schema but did not return structured
+// content"). A refund whose answer was lost and that a person confirmed
+// without a result is replayed as a result it accepts.
+func TestPythonMCPHostAcceptsTheReplayOfAConfirmedCall(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, m mode, arb *arbiter) {
+		py := pythonHost(t)
+		up, pay := startUpstream(t, m, "-crash-after-refund")
+		secret := arb.key("payments", "gateway", services.RoleAgent)
+		agent := arb.clientFor(secret)
+		operator := arb.client("payments", "on-call", services.RoleOperator)
+		doc := `{"name": "payments", "tools": [{"match": "refund", "key": "refund:{order_id}", "lease": "1s"}]}`
+		config := filepath.Join(t.TempDir(), "gateway.json")
+		require.NoError(t, os.WriteFile(config, []byte(doc), 0o600))
+
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		args := []string{"testdata/python_host.py", "replay"}
+		if m.http {
+			cfg, err := mcpgateway.ParseConfig([]byte(doc))
+			require.NoError(t, err)
+			g, err := mcpgateway.New(ctx, mcpgateway.Options{Arbiter: agent, Upstream: up, Config: cfg, Logger: slog.New(slog.DiscardHandler)})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = g.Close() })
+			srv := httptest.NewServer(g.HTTPHandler())
+			t.Cleanup(srv.Close)
+			args = append(args, "http", srv.URL)
+		} else {
+			args = append(args, "stdio", arbiterCommand(t), "mcp-gateway", "--config", config, "--")
+			args = append(args, up.Command...)
+		}
+		cmd := exec.CommandContext(ctx, py, args...)
+		cmd.Env = append(os.Environ(), "ARBITER_URL="+arb.url, "ARBITER_API_KEY="+secret)
+		stdin, err := cmd.StdinPipe()
+		require.NoError(t, err)
+		stdoutPipe, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		require.NoError(t, cmd.Start())
+		out := bufio.NewReader(stdoutPipe)
+		line, err := out.ReadString('\n')
+		require.NoError(t, err, "python host:\n%s", stderr.String())
+		var lost struct {
+			Lost pythonResult `json:"lost"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &lost), line)
+		require.True(t, lost.Lost.IsError, "%+v", lost.Lost)
+
+		var a *client.Action
+		eventually(t, "the lost refund times out", func() bool {
+			arb.sweep()
+			a, err = agent.ActionByKey(ctx, "refund:order-py-2")
+			return err == nil && a.Status == client.StatusTimedOut
+		})
+		_, err = operator.Decide(ctx, a.ID, client.Decision{Decision: client.DecisionConfirm, Reason: "seen in the PSP dashboard"})
+		require.NoError(t, err)
+		_, err = io.WriteString(stdin, "confirmed\n")
+		require.NoError(t, err)
+		rest, err := io.ReadAll(out)
+		require.NoError(t, err)
+		require.NoError(t, cmd.Wait(), "python host:\n%s", stderr.String())
+		var saw struct {
+			Replay pythonResult `json:"replay"`
+		}
+		require.NoError(t, json.Unmarshal(rest, &saw), "python host printed:\n%s\n%s", rest, stderr.String())
+		require.True(t, saw.Replay.IsError, "%+v", saw.Replay)
+		require.NotEmpty(t, saw.Replay.Content)
+		assert.Contains(t, saw.Replay.Content[0].Text, "this identical call was made before (attempt 1, confirmed)")
+		assert.Equal(t, true, saw.Replay.Meta["arbiter"].(map[string]any)["replay"])
+		assert.Equal(t, 1, pay.state().Calls["refund"], "nothing was resent")
 	})
 }

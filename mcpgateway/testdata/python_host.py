@@ -4,6 +4,7 @@ gateway is built on, talking to the gateway.
 
     python_host.py stdio COMMAND [ARG...]   runs the gateway and talks over its stdio
     python_host.py http URL                 talks streamable HTTP to URL
+    python_host.py replay stdio|http ...    a replay of a confirmed call instead
 
 It lists the tools, calls refund twice with the same arguments and
 find_refund once, and prints what it saw as one JSON object on standard
@@ -42,7 +43,25 @@ async def drive(read, write):
         }
 
 
+async def drive_replay(read, write):
+    """Calls refund, whose answer the upstream loses; prints that result as
+    a line; waits for a line on standard input (a person confirmed it) and
+    calls refund again: the replay must be a result this host accepts."""
+    async with ClientSession(read, write) as session:
+        await session.initialize()
+        await session.list_tools()
+        args = {"order_id": "order-py-2", "amount": 700}
+        lost = await session.call_tool("refund", args)
+        print(json.dumps({"lost": wire(lost)}), flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        replay = await session.call_tool("refund", args)
+        return {"replay": wire(replay)}
+
+
 async def main(argv):
+    global drive
+    if argv and argv[0] == "replay":
+        drive, argv = drive_replay, argv[1:]
     if len(argv) >= 2 and argv[0] == "stdio":
         env = {k: os.environ[k] for k in ("ARBITER_URL", "ARBITER_API_KEY") if k in os.environ}
         params = StdioServerParameters(command=argv[1], args=argv[2:], env=env)
