@@ -169,6 +169,8 @@ type entryPayload struct {
 	Message      string
 	Type         record.EntryType // the type a late, stale or refused entry carried
 	Tool         string
+	// Approval is set on an intent that was held for approval.
+	Approval *record.ApprovalRequest
 	// A lookup's lease, its answer and the change it made.
 	Timeout   float64
 	Answer    record.Answer
@@ -190,7 +192,7 @@ func payloadOf(e *record.Entry) entryPayload {
 		v.ExternalRef, v.Retriable, v.Type = p.ExternalRef, p.Retriable, p.Type
 		v.Error, v.Message, v.Tool = deref(p.Error), deref(p.Message), deref(p.Tool)
 	case *record.IntentPayload:
-		v.Tool = p.Tool
+		v.Tool, v.Approval = p.Tool, p.Approval
 	case *record.KeyReusedPayload:
 		v.Tool = p.Tool
 	case *record.LookupPayload:

@@ -155,6 +155,8 @@ func entrySummary(e *record.Entry) string {
 		s = p.Message
 	case p.ExternalRef != nil && e.Type != record.TypeDecision:
 		s = "external ref: " + *p.ExternalRef
+	case e.Type == record.TypeIntent && p.Approval != nil:
+		s = heldIntentText(p.Tool, p.Approval)
 	case e.Type == record.TypeIntent && p.Tool != "":
 		s = "proceed with " + p.Tool
 	}
@@ -165,6 +167,31 @@ func entrySummary(e *record.Entry) string {
 		return "carried: " + string(p.Type) + " — " + s
 	}
 	return s
+}
+
+// heldIntentText is the line of an intent the ledger answered
+// pending_approval: what it needs, who asked for it, and that nothing ran.
+func heldIntentText(tool string, ar *record.ApprovalRequest) string {
+	approvals := "approvals"
+	if ar.Required == 1 {
+		approvals = "approval"
+	}
+	var why []string
+	for _, p := range ar.Policies {
+		why = append(why, p.Name)
+	}
+	if ar.RequireApproval {
+		why = append(why, "asked by the intent")
+	}
+	reason := strings.Join(why, ", ")
+	if ar.Error != "" {
+		reason += ": its condition failed: " + ar.Error
+	}
+	s := fmt.Sprintf("pending approval: %s needs %d %s", tool, ar.Required, approvals)
+	if reason != "" {
+		s += " (" + reason + ")"
+	}
+	return s + "; nothing ran"
 }
 
 // jsonIndented indents a JSON document for reading. Stored payloads escape

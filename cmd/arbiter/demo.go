@@ -19,6 +19,8 @@ type demoCmd struct {
 	Addr    string `env:"ARBITER_ADDR" default:"127.0.0.1:8080" help:"Address to listen on (127.0.0.1:0 picks a free port; the URL printed is the real one)."`
 	Dir     string `help:"Keep the demo's SQLite database in this directory (default: a temporary directory, removed on exit)."`
 	Verbose bool   `help:"Also log every request the server answers."`
+
+	WebhookAllowPrivate bool `name:"webhook-allow-private" env:"ARBITER_WEBHOOK_ALLOW_PRIVATE" help:"Let webhooks reach loopback, private and link-local addresses, to try them with a receiver on this machine."`
 }
 
 // demoEmail is the dashboard user the demo signs people in as.
@@ -65,7 +67,8 @@ func (d *demoCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
 		serverLog = newLogger(c.LogFormat, "error")
 	}
 	cfg := serveCmd{Addr: d.Addr, SweepInterval: 250 * time.Millisecond, DrainTimeout: 10 * time.Second,
-		WebhookDisableAfter: 120 * time.Hour, SessionIdle: 8 * time.Hour, SessionAbsolute: 7 * 24 * time.Hour}
+		WebhookDisableAfter: 120 * time.Hour, SessionIdle: 8 * time.Hour, SessionAbsolute: 7 * 24 * time.Hour,
+		WebhookAllowPrivate: d.WebhookAllowPrivate}
 	srv, err := cfg.start(ctx, st, serverLog)
 	if err != nil {
 		return fmt.Errorf("%w (another server there? pass --addr 127.0.0.1:0 for any free port)", err)

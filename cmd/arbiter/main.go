@@ -41,7 +41,7 @@ func main() {
 	var c cli
 	kctx := kong.Parse(&c, kong.Name("arbiter"),
 		kong.Description("Arbiter: the action ledger and approval desk for AI agents."),
-		kong.UsageOnError())
+		kong.UsageOnError(), kong.Help(helpPrinter))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := newLogger(c.LogFormat, c.LogLevel)
@@ -50,6 +50,20 @@ func main() {
 		fmt.Fprintf(os.Stderr, "arbiter: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// helpPrinter is kong's help without the flags a command ignores: the demo
+// always runs on an SQLite database of its own (a demo must not write into a
+// real ledger), so its help does not offer --database-url.
+func helpPrinter(options kong.HelpOptions, ctx *kong.Context) error {
+	if sel := ctx.Selected(); sel != nil && sel.Name == "demo" {
+		for _, f := range ctx.Model.Flags {
+			if f.Name == "database-url" {
+				f.Hidden = true
+			}
+		}
+	}
+	return kong.DefaultHelpPrinter(options, ctx)
 }
 
 func newLogger(format, level string) *slog.Logger {
