@@ -50,7 +50,8 @@ type entriesHandler struct {
 	// intent is applied: a key revoked meanwhile starts nothing.
 	keys authenticator
 	// waits counts the requests waiting now, parked or not; beyond
-	// maxWaiters a request is answered at once.
+	// maxWaiters a request is answered at once. maxWaiters 0 is
+	// DefaultMaxWaiters, negative lets no request wait.
 	waits      atomic.Int64
 	maxWaiters int64
 }
@@ -65,6 +66,9 @@ func (h *entriesHandler) enterWait() bool {
 	max := h.maxWaiters
 	if max == 0 {
 		max = DefaultMaxWaiters
+	}
+	if max < 0 {
+		return false
 	}
 	if h.waits.Add(1) > max {
 		h.waits.Add(-1)

@@ -16,6 +16,7 @@ import (
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/accounts"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
+	"github.com/arbiter-ledger/arbiter/web"
 )
 
 // parkIntent sends an intent held for approval with Prefer: wait=30 on a
@@ -138,5 +139,41 @@ func TestParkedHangUpsFreeDescriptors(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		require.LessOrEqual(t, openFDs(t), want, "descriptors of hung-up waiters still open")
+	})
+}
+
+// TestMaxWaitersAnswersAtOnce: beyond ARBITER_MAX_WAITERS a request that
+// asks to wait is answered at once, pending approval, with no
+// Preference-Applied; once a waiter leaves, its place is free again.
+func TestMaxWaitersAnswersAtOnce(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newEnvDeps(t, st, func(d *web.Deps) { d.MaxWaiters = 1 })
+		agent := e.key("payments", "refund-bot", services.RoleAgent)
+		alice := e.key("payments", "ops-alice", services.RoleOperator)
+		conn := parkIntent(t, e, agent, "first")
+		actionID(t, e, alice, "first")
+		ask := func(key string) (*http.Response, time.Duration) {
+			req, err := http.NewRequest("POST", e.srv.URL+"/v1/entries", strings.NewReader(fmt.Sprintf(heldIntent, key)))
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+agent)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Prefer", "wait=2")
+			start := time.Now()
+			res, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			res.Body.Close()
+			return res, time.Since(start)
+		}
+		res, took := ask("second")
+		require.Equal(t, 202, res.StatusCode)
+		require.Empty(t, res.Header.Get("Preference-Applied"))
+		require.Less(t, took, time.Second)
+		conn.Close()
+		time.Sleep(300 * time.Millisecond)
+		res, took = ask("third")
+		require.Equal(t, 202, res.StatusCode)
+		require.Equal(t, "wait=2", res.Header.Get("Preference-Applied"))
+		require.GreaterOrEqual(t, took, 2*time.Second)
 	})
 }

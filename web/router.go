@@ -49,7 +49,7 @@ type Deps struct {
 	LocalPasswordsOff bool
 	// MaxWaiters bounds the requests waiting at once with Prefer: wait
 	// (ARBITER_MAX_WAITERS); beyond it a request is answered at once.
-	// Zero is DefaultMaxWaiters.
+	// Zero is DefaultMaxWaiters; negative lets no request wait.
 	MaxWaiters int
 }
 
