@@ -204,13 +204,17 @@ func (l *Ledger) AwaitDecision(ctx context.Context, p Principal, id string) (*re
 // passes or EndWaits ends every wait. Between the reads nothing runs for the
 // waiter but a timer and its place among the poller's ids, so a process can
 // hold many thousands of them.
-func (l *Ledger) AwaitDecisionFunc(p Principal, id string, wait time.Duration, done func(*record.Action, error)) {
+//
+// The returned stop ends the wait without calling done (the waiting client
+// hung up): its place among the poller's ids and its timer are dropped at
+// once. It does nothing once done was called.
+func (l *Ledger) AwaitDecisionFunc(p Principal, id string, wait time.Duration, done func(*record.Action, error)) (stop func()) {
 	pk := &parked{l: l, p: p, id: id, done: done}
 	l.parking.Lock()
 	if l.parking.ended {
 		l.parking.Unlock()
 		go done(nil, nil)
-		return
+		return func() {}
 	}
 	if l.parking.set == nil {
 		l.parking.set = map[*parked]struct{}{}
@@ -222,6 +226,7 @@ func (l *Ledger) AwaitDecisionFunc(p Principal, id string, wait time.Duration, d
 	pk.timer = time.AfterFunc(wait, func() { pk.finish(nil, nil, true) })
 	pk.mu.Unlock()
 	go pk.check(nil)
+	return pk.stop
 }
 
 // EndWaits answers every wait of AwaitDecisionFunc now, as if its time had
@@ -301,9 +306,14 @@ func (pk *parked) check(woken *record.Action) {
 	pk.mu.Unlock()
 }
 
+// stop ends the wait without an answer.
+func (pk *parked) stop() { pk.end(nil, nil, false, true) }
+
 // finish ends the wait once: with a and err, or when timedOut with the
 // action as last read.
-func (pk *parked) finish(a *record.Action, err error, timedOut bool) {
+func (pk *parked) finish(a *record.Action, err error, timedOut bool) { pk.end(a, err, timedOut, false) }
+
+func (pk *parked) end(a *record.Action, err error, timedOut, silent bool) {
 	pk.mu.Lock()
 	if pk.ended {
 		pk.mu.Unlock()
@@ -325,5 +335,7 @@ func (pk *parked) finish(a *record.Action, err error, timedOut bool) {
 	delete(pk.l.parking.set, pk)
 	pk.l.parking.Unlock()
 	defer pk.l.parking.wg.Done()
-	pk.done(a, err)
+	if !silent {
+		pk.done(a, err)
+	}
 }

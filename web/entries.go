@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/arbiter-ledger/arbiter/services/record"
@@ -29,7 +31,7 @@ const MaxBodyBytes = 1 << 20
 type entrySubmitter interface {
 	Submit(ctx context.Context, p services.Principal, raws [][]byte) ([]services.EntryResult, error)
 	AwaitDecision(ctx context.Context, p services.Principal, id string) (*record.Action, error)
-	AwaitDecisionFunc(p services.Principal, id string, wait time.Duration, done func(*record.Action, error))
+	AwaitDecisionFunc(p services.Principal, id string, wait time.Duration, done func(*record.Action, error)) (stop func())
 	SubmitExistingMany(ctx context.Context, items []services.Released) ([]services.EntryResult, error)
 }
 
@@ -44,6 +46,35 @@ type entriesHandler struct {
 	release *releaser
 	// parkMem returns the memory of a burst of arrivals once parked.
 	parkMem parkMemory
+	// keys authenticates a waiting request's key again before its released
+	// intent is applied: a key revoked meanwhile starts nothing.
+	keys authenticator
+	// waits counts the requests waiting now, parked or not; beyond
+	// maxWaiters a request is answered at once. maxWaiters 0 is
+	// DefaultMaxWaiters, negative lets no request wait.
+	waits      atomic.Int64
+	maxWaiters int64
+}
+
+// DefaultMaxWaiters is how many requests may wait (Prefer: wait) at once
+// when ARBITER_MAX_WAITERS is not set.
+const DefaultMaxWaiters = 10000
+
+// enterWait counts one more waiting request, or reports false when
+// maxWaiters already wait.
+func (h *entriesHandler) enterWait() bool {
+	max := h.maxWaiters
+	if max == 0 {
+		max = DefaultMaxWaiters
+	}
+	if max < 0 {
+		return false
+	}
+	if h.waits.Add(1) > max {
+		h.waits.Add(-1)
+		return false
+	}
+	return true
 }
 
 // outcomeStatus is the HTTP status of a single-entry answer by outcome.
@@ -95,12 +126,14 @@ func (h *entriesHandler) submit(c echo.Context) error {
 		return c.JSONBlob(http.StatusOK, append(b, "]}\n"...))
 	}
 	r := results[0]
-	if wait, ok := preferWait(c.Request().Header.Values("Prefer")); ok && wait > 0 && r.Outcome == record.OutcomePendingApproval {
+	if wait, ok := preferWait(c.Request().Header.Values("Prefer")); ok && wait > 0 && r.Outcome == record.OutcomePendingApproval && h.enterWait() {
 		c.Response().Header().Set("Preference-Applied", fmt.Sprintf("wait=%d", int(wait.Seconds())))
 		if h.park(c, r, raws, wait) {
 			return nil
 		}
-		if r, err = h.await(c, r, raws, wait); err != nil {
+		r, err = h.await(c, r, raws, wait)
+		h.waits.Add(-1)
+		if err != nil {
 			return err
 		}
 	}
@@ -126,10 +159,20 @@ func resultStatus(r services.EntryResult) int {
 // request: the connection is taken from net/http (HTTP/1.x only), the
 // handler returns, and the ledger calls back once the action is approved or
 // denied, or wait passes; the answer is then written to the connection,
-// which closes. A waiting request so costs its connection, a timer and a
-// few small records, not a goroutine with its stack and net/http's
-// buffers: ten thousand waiters fit in a small process. It reports false
-// when the connection cannot be taken; the request then waits in await.
+// which closes. A waiting request so costs its connection, a timer, a
+// small goroutine blocked reading the connection and a few small records,
+// not net/http's buffers: ten thousand waiters fit in a small process. It
+// reports false when the connection cannot be taken; the request then
+// waits in await.
+//
+// The reading goroutine notices a hang-up at once: the connection is
+// closed and the wait ended, so a client that left holds no descriptor.
+// Only an answered proceed starts an attempt: before a released intent is
+// applied, the client must still be there and its key still valid; if not,
+// nothing is applied and the action stays approved for the next intent.
+// What remains is a client that hangs up between that check and the
+// answer's write (the time of one release write), and one whose host
+// vanished without closing the connection.
 //
 // The request's log line and latency are those of the request until it
 // was parked (status 202); the entry's final outcome is counted in the
@@ -145,20 +188,42 @@ func (h *entriesHandler) park(c echo.Context, r services.EntryResult, raws [][]b
 	if err != nil {
 		return false
 	}
-	// Nothing more is read from the connection (the answer closes it), so
-	// net/http's buffers are dropped with the request.
+	// Nothing more is read from the connection but its end (the answer
+	// closes it), so net/http's buffers are dropped with the request.
 	conn.SetDeadline(time.Time{})
 	c.Response().Status = http.StatusAccepted
 	p := principal(c)
+	_, secret, _ := strings.Cut(req.Header.Get("Authorization"), " ")
+	secret = strings.TrimSpace(secret)
 	h.parkMem.noteParked()
-	h.ledger.AwaitDecisionFunc(p, r.Action.ID, wait, func(a *record.Action, err error) {
-		defer conn.Close()
+	var (
+		gone     = make(chan struct{})
+		answered atomic.Bool // done began: the reader no longer ends the wait
+		once     sync.Once
+	)
+	leave := func() {
+		once.Do(func() {
+			conn.Close()
+			h.waits.Add(-1)
+		})
+	}
+	stop := h.ledger.AwaitDecisionFunc(p, r.Action.ID, wait, func(a *record.Action, err error) {
+		answered.Store(true)
+		defer leave()
+		select {
+		case <-gone:
+			return // the client left: nothing is applied for it
+		default:
+		}
 		var (
 			status     = resultStatus(r)
 			body   any = r
 		)
 		if err == nil && a != nil && a.Status != record.StatusAwaitingApproval {
-			res, err := h.release.submit(p, r.Action.ID, raws[0])
+			res, err := h.released(p, secret, gone, r.Action.ID, raws[0])
+			if errors.Is(err, errClientGone) {
+				return
+			}
 			if err != nil {
 				var e *services.Error
 				status, e = toAPIError(err)
@@ -173,7 +238,40 @@ func (h *entriesHandler) park(c echo.Context, r services.EntryResult, raws [][]b
 		}
 		writeParked(conn, header, status, body)
 	})
+	go func() {
+		// A client sends nothing more after its request; any read that ends
+		// is its hang-up (or the answer's close).
+		buf := make([]byte, 1)
+		for {
+			if _, err := conn.Read(buf); err != nil {
+				break
+			}
+		}
+		close(gone)
+		if !answered.Load() {
+			stop()
+			leave()
+		}
+	}()
 	return true
+}
+
+var errClientGone = errors.New("waiting client left")
+
+// released applies a released intent for a waiting client that is still
+// there and whose key is still valid.
+func (h *entriesHandler) released(p services.Principal, secret string, gone <-chan struct{}, id string, raw []byte) (services.EntryResult, error) {
+	if h.keys != nil {
+		if _, err := h.keys.Authenticate(context.Background(), secret); err != nil {
+			return services.EntryResult{}, err
+		}
+	}
+	select {
+	case <-gone:
+		return services.EntryResult{}, errClientGone
+	default:
+	}
+	return h.release.submit(p, id, raw)
 }
 
 // writeParked writes a parked request's answer, as c.JSON would, and asks

@@ -47,6 +47,10 @@ type Deps struct {
 	// LocalPasswordsOff leaves single sign-on the only way in
 	// (ARBITER_LOCAL_PASSWORDS=false); it needs SSO.
 	LocalPasswordsOff bool
+	// MaxWaiters bounds the requests waiting at once with Prefer: wait
+	// (ARBITER_MAX_WAITERS); beyond it a request is answered at once.
+	// Zero is DefaultMaxWaiters; negative lets no request wait.
+	MaxWaiters int
 }
 
 // New returns the HTTP handler with every route. The whole surface reads
@@ -85,7 +89,7 @@ func New(d Deps) *echo.Echo {
 	// unknown method on a known path answers 405, not 401 or 404.
 	key := requireAPIKey(d.Keys)
 	api := e.Group("/v1")
-	entries := &entriesHandler{ledger: d.Ledger, metrics: d.Metrics, release: &releaser{ledger: d.Ledger}}
+	entries := &entriesHandler{ledger: d.Ledger, metrics: d.Metrics, release: &releaser{ledger: d.Ledger}, keys: d.Keys, maxWaiters: int64(d.MaxWaiters)}
 	api.POST("/entries", entries.submit, key)
 	actions := &actionsHandler{ledger: d.Ledger}
 	api.GET("/actions", actions.list, key)

@@ -38,6 +38,7 @@ type serveCmd struct {
 	TrustedProxies      []string      `name:"trusted-proxies" env:"ARBITER_TRUSTED_PROXIES" sep:"," help:"CIDRs of the proxies and load balancers in front of Arbiter, comma-separated; X-Forwarded-For is read only from them."`
 	MetricsAddr         string        `name:"metrics-addr" env:"ARBITER_METRICS_ADDR" help:"Serve /metrics on this address only, not on the main listener (the production setting)."`
 	PprofAddr           string        `name:"pprof-addr" env:"ARBITER_PPROF_ADDR" help:"Serve Go's profiler (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; keep it on loopback, it shows the process's internals."`
+	MaxWaiters          int           `name:"max-waiters" env:"ARBITER_MAX_WAITERS" default:"10000" help:"Requests that may wait for a decision (Prefer: wait) at once; beyond it a request is answered at once, pending approval. Lowered at start so waiters leave at least 1,000 open files (half of a small limit) to other requests."`
 	AdminPasswordFile   string        `name:"admin-password-file" env:"ARBITER_ADMIN_PASSWORD_FILE" default:"arbiter-data/initial-admin-password" help:"Where the first start writes the first admin's password (mode 0600)."`
 
 	// Single sign-on (README, Security).
@@ -81,6 +82,9 @@ func (s *serveCmd) validate() error {
 	}
 	if _, err := web.ParseTrustedProxies(s.TrustedProxies); err != nil {
 		return fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	if s.MaxWaiters < 0 {
+		return fmt.Errorf("--max-waiters (ARBITER_MAX_WAITERS) is %d: give 0 (no request waits) or more", s.MaxWaiters)
 	}
 	if !s.LocalPasswords && s.OIDCIssuer == "" {
 		return fmt.Errorf("local passwords are off (ARBITER_LOCAL_PASSWORDS=false) but no single sign-on is set up (ARBITER_OIDC_ISSUER): nobody could sign in")
@@ -171,7 +175,20 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	handler := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accts,
+	nofile, before, err := raiseFDLimit()
+	if err != nil {
+		log.Warn("could not raise the open files limit", "limit", before, "err", err)
+	} else if nofile != before {
+		log.Info("raised the open files limit", "from", before, "to", nofile)
+	}
+	maxWaiters := waiterCap(s.MaxWaiters, nofile)
+	if s.MaxWaiters > 0 && maxWaiters < s.MaxWaiters {
+		log.Warn("fewer waiters than ARBITER_MAX_WAITERS: the open files limit keeps room for other requests", "max_waiters", maxWaiters, "open_files_limit", nofile)
+	}
+	if maxWaiters == 0 {
+		maxWaiters = -1 // none waits
+	}
+	handler := web.New(web.Deps{MaxWaiters: maxWaiters, Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accts,
 		Webhooks: hooks, Policies: approvals, Metrics: metrics, Log: log, SecureCookies: secure, PublicURL: s.PublicURL, Done: ctx.Done(),
 		TrustedProxies: trusted, MetricsElsewhere: s.MetricsAddr != "", SSO: signOn, LocalPasswordsOff: s.passwordsOff()})
 
