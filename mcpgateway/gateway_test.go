@@ -464,7 +464,7 @@ func TestApprovalWaitLastsAsConfigured(t *testing.T) {
 		require.True(t, res.IsError, text(res))
 		assert.Contains(t, text(res), "nobody decided within 3s")
 		assert.GreaterOrEqual(t, took, 3*time.Second, "the call waited the configured 3 s")
-		assert.Less(t, took, 3500*time.Millisecond, "and not much more")
+		assert.Less(t, took, 4*time.Second, "and not a whole interval more (under load the rounds to the server add some)")
 		assert.Equal(t, 0, pay.state().Calls["refund"])
 	})
 }

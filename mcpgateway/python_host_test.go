@@ -242,8 +242,8 @@ func TestPythonMCPHostAcceptsTheReplayOfAConfirmedCall(t *testing.T) {
 		require.NoError(t, err)
 		stdoutPipe, err := cmd.StdoutPipe()
 		require.NoError(t, err)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
+		stderr := &lockedBuffer{}
+		cmd.Stderr = stderr
 		require.NoError(t, cmd.Start())
 		out := bufio.NewReader(stdoutPipe)
 		line, err := out.ReadString('\n')
@@ -277,4 +277,23 @@ func TestPythonMCPHostAcceptsTheReplayOfAConfirmedCall(t *testing.T) {
 		assert.Equal(t, true, saw.Replay.Meta["arbiter"].(map[string]any)["replay"])
 		assert.Equal(t, 1, pay.state().Calls["refund"], "nothing was resent")
 	})
+}
+
+// lockedBuffer is a bytes.Buffer a running command may write while the
+// test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
