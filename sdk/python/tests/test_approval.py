@@ -37,7 +37,7 @@ def test_approval_granted_while_waiting(agent: arbiter.Client, operator: arbiter
     assert runs == [1]
     a = agent.action_by_key(k)
     assert a.status == "succeeded"
-    assert a.approval is not None and [v.by.name for v in a.approval.approvals] == ["sdk-operator"]
+    assert a.approval is not None and [v.by.name for v in a.approval.approvals] == ["sdk-operator@example.com"]
 
 
 def test_approval_denied(agent: arbiter.Client, operator: arbiter.Client, uniq: str) -> None:
@@ -47,7 +47,7 @@ def test_approval_denied(agent: arbiter.Client, operator: arbiter.Client, uniq: 
     with pytest.raises(arbiter.DeniedError) as e:
         agent.run(spec, lambda _: pytest.fail("ran without approval"))
     t.join()
-    assert (e.value.expired, e.value.by, e.value.reason) == (False, "sdk-operator", "looks like fraud")
+    assert (e.value.expired, e.value.by, e.value.reason) == (False, "sdk-operator@example.com", "looks like fraud")
     with pytest.raises(arbiter.DeniedError):  # and for good
         agent.run(spec, lambda _: pytest.fail("ran after a rejection"))
 

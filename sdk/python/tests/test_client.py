@@ -72,7 +72,7 @@ def test_actions_and_decisions_round_trip(agent: arbiter.Client, operator: arbit
     assert (e.value.code, e.value.status) == ("not_found", 404)
     timeline = agent.entries(a.id)
     assert [x.seq for x in timeline] == list(range(1, len(timeline) + 1))
-    assert timeline[0].actor.kind == "agent" and timeline[-1].actor.name == "sdk-operator"
+    assert timeline[0].actor.kind == "agent" and timeline[-1].actor.name == "sdk-operator@example.com"
 
 
 def test_bulk_decisions_round_trip(agent: arbiter.Client, operator: arbiter.Client, uniq: str) -> None:

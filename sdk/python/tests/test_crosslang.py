@@ -114,5 +114,5 @@ def test_a_python_agents_timed_out_refund_is_retried_by_a_go_worker_with_its_key
     # The timeline: the Python agent's attempt 1, the sweeper, the
     # operator, then the Go worker's attempt 2 under the same key.
     assert [(e.type, e.attempt, e.actor.name) for e in agent.entries(a.id)] == [
-        ("intent", 1, "python-refund-agent"), ("timed_out", 1, "sweeper"), ("decision", 1, "sdk-operator"),
+        ("intent", 1, "python-refund-agent"), ("timed_out", 1, "sweeper"), ("decision", 1, "sdk-operator@example.com"),
         ("intent", 2, "go-refund-worker"), ("succeeded", 2, "go-refund-worker")]

@@ -123,7 +123,8 @@ class Actor:
     """Who wrote a ledger entry or took a decision."""
 
     kind: str = ""  # agent, operator or system
-    name: str = ""
+    name: str = ""  # the person (an operator's email), or the agent's or system's name
+    via: str = ""  # how an operator decided: "dashboard" or "api_key:<key name>"
 
 
 @dataclass
