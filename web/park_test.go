@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,7 +115,10 @@ func openFDs(t *testing.T) int {
 // TestParkedHangUpsFreeDescriptors: the sockets of waiting clients that
 // hung up are closed at once, not when their wait passes.
 func TestParkedHangUpsFreeDescriptors(t *testing.T) {
+	var alone sync.Mutex // the descriptor table is the process's: one database at a time
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		alone.Lock()
+		defer alone.Unlock()
 		e := newEnv(t, st)
 		agent := e.key("payments", "refund-bot", services.RoleAgent)
 		alice := e.key("payments", "ops-alice", services.RoleOperator)
