@@ -41,6 +41,7 @@ from .execute import Attempt, Done, Outcome, Spec
 from .guard import Guard, configure, default_client, guard
 from .key import MAX_KEY_BYTES, key
 from .lookup import LookupRequest, LookupResult
+from .outcomes import NotDone
 from .types import (
     Action,
     ActionPage,
@@ -72,7 +73,7 @@ __all__ = [
     "AsyncClient", "Attempt", "Backoff", "BulkDecisionResult", "BulkSkip", "Client", "Compensated", "CompensationRequestedError", "DecisionResult",
     "Delivery", "DeliveryAttempt", "DeniedError", "Done", "Entry", "EntryResult", "ErrorDetail", "FinishedError",
     "Guard", "HeldError", "InProgressError", "KeyReusedError", "LeaseLostError", "LedgerEntry", "LookupAnswer",
-    "LookupRequest", "LookupResult", "MAX_APPROVAL_WAIT", "MAX_KEY_BYTES", "NetworkError", "Outcome",
+    "LookupRequest", "LookupResult", "MAX_APPROVAL_WAIT", "MAX_KEY_BYTES", "NetworkError", "NotDone", "Outcome",
     "OutcomeUnknownError", "PendingApprovalError", "Policy", "PolicyTestResult", "Reconciliation", "Replayed",
     "ReportError", "Retriable", "Spec", "Unknown", "UnreachableError", "Webhook", "Worker", "configure",
     "default_client", "guard", "is_unavailable", "key",
