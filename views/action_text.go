@@ -38,6 +38,16 @@ var effectMeaning = map[record.Effect]string{
 	record.EffectUnkeyed:    "the downstream does not deduplicate: a retry may repeat the effect",
 }
 
+// effectMeaningAt is what the effect class means for a repeat at now: a
+// keyed action whose key the downstream no longer honours counts as
+// unkeyed (the ledger's rule, record.Action.EffectAt).
+func effectMeaningAt(a *record.Action, now time.Time) string {
+	if a.Effect != a.EffectAt(now) {
+		return "the downstream no longer honours the key: a retry may repeat the effect"
+	}
+	return effectMeaning[a.Effect]
+}
+
 var decisionLabel = map[record.Decision]string{
 	record.DecisionConfirm:         "Confirm it happened",
 	record.DecisionRetry:           "Retry",
