@@ -48,6 +48,17 @@ func effectMeaningAt(a *record.Action, now time.Time) string {
 	return effectMeaning[a.Effect]
 }
 
+// youApprovedText tells the person whose yes is already counted how many
+// more the action waits for.
+func youApprovedText(a *record.Action) string {
+	if ap := a.Approval; ap != nil {
+		if more := ap.Required - len(ap.Approvals); more > 0 {
+			return fmt.Sprintf("You approved · waiting for %d more", more)
+		}
+	}
+	return "You approved"
+}
+
 var decisionLabel = map[record.Decision]string{
 	record.DecisionConfirm:         "Confirm it happened",
 	record.DecisionRetry:           "Retry",
