@@ -363,3 +363,18 @@ func ApprovalSummary(ap *record.Approval, now time.Time) string {
 	}
 	return approvalCount(ap) + " · expires " + timeRel(ap.ExpiresAt, now) + " · " + policiesText(ap)
 }
+
+// RefusalText words a refused decision for the person in the decision
+// panel; the API's message (field names, codes) is kept for codes without a
+// wording of their own.
+func RefusalText(code, message string) string {
+	switch code {
+	case "duplicate_risk_unacknowledged":
+		return "Not retried: this retry counts as unkeyed, since the downstream would not recognise it as a repeat, so it may repeat the effect (a second refund, a second email). Check the downstream system, then tick the box to say you understand, and retry."
+	case "already_approved":
+		return "You already approved this action; it waits for someone else's yes."
+	case "approval_expired":
+		return "Too late: the approval expired, so the action is denied and will never run."
+	}
+	return message
+}

@@ -104,7 +104,7 @@ func (h *actionPages) decide(c echo.Context) error {
 		// given for a state that is gone: it must be given again.
 		form.Acknowledged = false
 	} else {
-		form.Error = e.Message
+		form.Error = views.RefusalText(e.Code, e.Message)
 	}
 	v.Form = form.DecisionForm
 	return h.show(c, status, v)
