@@ -22,6 +22,9 @@ type ActionView struct {
 	// CanDecide is whether the signed-in user may decide; a viewer gets a
 	// read-only note instead of the panel.
 	CanDecide bool
+	// Approved is whether the signed-in person's yes is already among the
+	// action's approvals: they are not offered Approve again.
+	Approved bool
 	// Notice confirms a decision taken through htmx; without JavaScript the
 	// same line arrives as the page's flash after the redirect.
 	Notice   string

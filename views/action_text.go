@@ -38,6 +38,27 @@ var effectMeaning = map[record.Effect]string{
 	record.EffectUnkeyed:    "the downstream does not deduplicate: a retry may repeat the effect",
 }
 
+// effectMeaningAt is what the effect class means for a repeat at now: a
+// keyed action whose key the downstream no longer honours counts as
+// unkeyed (the ledger's rule, record.Action.EffectAt).
+func effectMeaningAt(a *record.Action, now time.Time) string {
+	if a.Effect != a.EffectAt(now) {
+		return "the downstream no longer honours the key: a retry may repeat the effect"
+	}
+	return effectMeaning[a.Effect]
+}
+
+// youApprovedText tells the person whose yes is already counted how many
+// more the action waits for.
+func youApprovedText(a *record.Action) string {
+	if ap := a.Approval; ap != nil {
+		if more := ap.Required - len(ap.Approvals); more > 0 {
+			return fmt.Sprintf("You approved · waiting for %d more", more)
+		}
+	}
+	return "You approved"
+}
+
 var decisionLabel = map[record.Decision]string{
 	record.DecisionConfirm:         "Confirm it happened",
 	record.DecisionRetry:           "Retry",
@@ -350,4 +371,19 @@ func ApprovalSummary(ap *record.Approval, now time.Time) string {
 		return ""
 	}
 	return approvalCount(ap) + " · expires " + timeRel(ap.ExpiresAt, now) + " · " + policiesText(ap)
+}
+
+// RefusalText words a refused decision for the person in the decision
+// panel; the API's message (field names, codes) is kept for codes without a
+// wording of their own.
+func RefusalText(code, message string) string {
+	switch code {
+	case "duplicate_risk_unacknowledged":
+		return "Not retried: this retry counts as unkeyed, since the downstream would not recognise it as a repeat, so it may repeat the effect (a second refund, a second email). Check the downstream system, then tick the box to say you understand, and retry."
+	case "already_approved":
+		return "You already approved this action; it waits for someone else's yes."
+	case "approval_expired":
+		return "Too late: the approval expired, so the action is denied and will never run."
+	}
+	return message
 }

@@ -104,7 +104,7 @@ func (h *actionPages) decide(c echo.Context) error {
 		// given for a state that is gone: it must be given again.
 		form.Acknowledged = false
 	} else {
-		form.Error = e.Message
+		form.Error = views.RefusalText(e.Code, e.Message)
 	}
 	v.Form = form.DecisionForm
 	return h.show(c, status, v)
@@ -133,6 +133,9 @@ func (h *actionPages) view(c echo.Context) (views.ActionView, error) {
 	if s, ok := currentSession(c); ok {
 		v.CSRF = s.CSRF
 		v.CanDecide = s.Principal().DecidesIn(a.Namespace)
+		// The identity the ledger counts a dashboard approval under.
+		p := s.Principal()
+		v.Approved = a.Approval != nil && a.Approval.Voted(p.Kind+":"+p.ID)
 	}
 	return v, nil
 }

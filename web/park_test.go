@@ -56,7 +56,7 @@ func TestParkedClientThatLeftStartsNothing(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		e := newEnv(t, st)
 		agent := e.key("payments", "refund-bot", services.RoleAgent)
-		alice := e.key("payments", "ops-alice", services.RoleOperator)
+		alice := e.ownedKey("payments", "ops-alice", services.RoleOperator, "alice@example.com")
 		conn := parkIntent(t, e, agent, "left")
 		id := actionID(t, e, alice, "left")
 		time.Sleep(100 * time.Millisecond) // parked
@@ -83,7 +83,7 @@ func TestParkedKeyRevokedStartsNothing(t *testing.T) {
 		k, agent, err := keys.CreateKey(context.Background(), accounts.CreateKeyRequest{Namespace: "payments", Name: "refund-bot", Role: services.RoleAgent})
 		require.NoError(t, err)
 		other := e.key("payments", "refund-bot-2", services.RoleAgent)
-		alice := e.key("payments", "ops-alice", services.RoleOperator)
+		alice := e.ownedKey("payments", "ops-alice", services.RoleOperator, "alice@example.com")
 		conn := parkIntent(t, e, agent, "revoked")
 		id := actionID(t, e, alice, "revoked")
 		time.Sleep(100 * time.Millisecond)
@@ -121,7 +121,7 @@ func TestParkedHangUpsFreeDescriptors(t *testing.T) {
 		defer alone.Unlock()
 		e := newEnv(t, st)
 		agent := e.key("payments", "refund-bot", services.RoleAgent)
-		alice := e.key("payments", "ops-alice", services.RoleOperator)
+		alice := e.ownedKey("payments", "ops-alice", services.RoleOperator, "alice@example.com")
 		before := openFDs(t)
 		const n = 40
 		conns := make([]net.Conn, n)
@@ -154,7 +154,7 @@ func TestMaxWaitersAnswersAtOnce(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		e := newEnvDeps(t, st, func(d *web.Deps) { d.MaxWaiters = 1 })
 		agent := e.key("payments", "refund-bot", services.RoleAgent)
-		alice := e.key("payments", "ops-alice", services.RoleOperator)
+		alice := e.ownedKey("payments", "ops-alice", services.RoleOperator, "alice@example.com")
 		conn := parkIntent(t, e, agent, "first")
 		actionID(t, e, alice, "first")
 		ask := func(key string) (*http.Response, time.Duration) {
