@@ -150,6 +150,14 @@ func decider(p Principal) (record.Actor, string) {
 	return record.Actor{Kind: record.ActorOperator, Name: p.Name, Via: "api_key:" + p.Name}, ""
 }
 
+// HasApproved reports whether the person deciding as p already approved a:
+// the dashboard asks it so that it never offers a second yes the ledger
+// would refuse.
+func HasApproved(a *record.Action, p Principal) bool {
+	_, identity := decider(p)
+	return identity != "" && a.Approval != nil && a.Approval.Voted(identity)
+}
+
 // mayApprove refuses an approval no person would be counted for.
 func mayApprove(p Principal, d DecisionInput) error {
 	if d.Decision != record.DecisionApprove {

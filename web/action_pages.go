@@ -133,9 +133,7 @@ func (h *actionPages) view(c echo.Context) (views.ActionView, error) {
 	if s, ok := currentSession(c); ok {
 		v.CSRF = s.CSRF
 		v.CanDecide = s.Principal().DecidesIn(a.Namespace)
-		// The identity the ledger counts a dashboard approval under.
-		p := s.Principal()
-		v.Approved = a.Approval != nil && a.Approval.Voted(p.Kind+":"+p.ID)
+		v.Approved = services.HasApproved(a, s.Principal())
 	}
 	return v, nil
 }

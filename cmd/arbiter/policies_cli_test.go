@@ -25,7 +25,9 @@ func TestPoliciesCLI(t *testing.T) {
 	status, m := post(t, p.url+"/v1/entries", agentKey,
 		`{"key":"refund:order-1","type":"intent","tool":"payments.refund","params":{"amount":250000}}`)
 	require.Equal(t, 201, status, "%v", m)
-	out := op("policies", "test", "--namespace", "payments", "--tools", "payments.*", "--condition", "params.amount > 100000").ok(t)
+	require.Contains(t, op("policies", "test", "--namespace", "payments", "--tools", "payments.*", "--condition", "true").fails(t),
+		"forbidden", "only admins run chosen conditions over the ledger")
+	out := admin("policies", "test", "--namespace", "payments", "--tools", "payments.*", "--condition", "params.amount > 100000").ok(t)
 	require.Contains(t, out, "would have caught 1 of the last 1 first intents")
 	require.Contains(t, out, "refund:order-1")
 
