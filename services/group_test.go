@@ -67,7 +67,12 @@ func TestGroupCommitManyKeys(t *testing.T) {
 		require.Equal(t, keys, countEntries(t, st, "", "intent"))
 		mu.Lock()
 		defer mu.Unlock()
-		require.Equal(t, workers, grouped, "every request went through a group")
+		// Every new key is written by a group; a repeat that arrives after its
+		// key's group committed is answered from the stored action instead
+		// (known.go), so on a loaded machine a few of the repeats skip the
+		// groups.
+		require.GreaterOrEqual(t, grouped, keys, "every new key went through a group")
+		require.LessOrEqual(t, grouped, workers)
 		require.Greater(t, largest, 1, "requests that arrive together are written together")
 	})
 }

@@ -56,6 +56,7 @@ func TestParkedClientThatLeftStartsNothing(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		e := newEnv(t, st)
 		agent := e.key("payments", "refund-bot", services.RoleAgent)
+		e.user("alice@example.com", services.RoleOperator)
 		alice := e.ownedKey("payments", "ops-alice", services.RoleOperator, "alice@example.com")
 		conn := parkIntent(t, e, agent, "left")
 		id := actionID(t, e, alice, "left")
@@ -83,6 +84,7 @@ func TestParkedKeyRevokedStartsNothing(t *testing.T) {
 		k, agent, err := keys.CreateKey(context.Background(), accounts.CreateKeyRequest{Namespace: "payments", Name: "refund-bot", Role: services.RoleAgent})
 		require.NoError(t, err)
 		other := e.key("payments", "refund-bot-2", services.RoleAgent)
+		e.user("alice@example.com", services.RoleOperator)
 		alice := e.ownedKey("payments", "ops-alice", services.RoleOperator, "alice@example.com")
 		conn := parkIntent(t, e, agent, "revoked")
 		id := actionID(t, e, alice, "revoked")
@@ -121,6 +123,7 @@ func TestParkedHangUpsFreeDescriptors(t *testing.T) {
 		defer alone.Unlock()
 		e := newEnv(t, st)
 		agent := e.key("payments", "refund-bot", services.RoleAgent)
+		e.user("alice@example.com", services.RoleOperator)
 		alice := e.ownedKey("payments", "ops-alice", services.RoleOperator, "alice@example.com")
 		before := openFDs(t)
 		const n = 40
@@ -154,6 +157,7 @@ func TestMaxWaitersAnswersAtOnce(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		e := newEnvDeps(t, st, func(d *web.Deps) { d.MaxWaiters = 1 })
 		agent := e.key("payments", "refund-bot", services.RoleAgent)
+		e.user("alice@example.com", services.RoleOperator)
 		alice := e.ownedKey("payments", "ops-alice", services.RoleOperator, "alice@example.com")
 		conn := parkIntent(t, e, agent, "first")
 		actionID(t, e, alice, "first")
