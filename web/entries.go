@@ -370,17 +370,18 @@ func splitEntries(body []byte) (raws [][]byte, batch bool, err error) {
 	}
 	var list []byte
 	var other string
+	var hasOther bool // the empty name is a name too
 	for name, value := range members(trimmed) {
 		if name == "entries" {
 			list = value // the last one wins, as when decoding into a map
-		} else if other == "" {
-			other = name
+		} else if !hasOther {
+			other, hasOther = name, true
 		}
 	}
 	if list == nil {
 		return [][]byte{trimmed}, false, nil
 	}
-	if other != "" {
+	if hasOther {
 		return nil, true, services.Errorf(services.CodeInvalid, "unknown field %q beside \"entries\"", other)
 	}
 	switch list[0] {
