@@ -23,7 +23,7 @@
  */
 
 import type { Client } from "./client.js";
-import { carrying, decisions, toolGuardOf, ToolGuard, type ApprovalState, type InputOf, type ToolGuardOptions } from "./tools.js";
+import { carrying, decisions, modelAnswer, toolGuardOf, ToolGuard, type ApprovalState, type InputOf, type ToolGuardOptions } from "./tools.js";
 
 export { ToolGuard, modelAnswer, type ApprovalState, type InputOf, type ToolGuardOptions } from "./tools.js";
 export { MODEL_MESSAGES, modelMessage, type ModelMessageKind } from "./messages.js";
@@ -42,8 +42,12 @@ export interface ArbiterAiTool<I, O> {
  * and runs options.execute only when the ledger answers proceed; an
  * intent held for approval (requireApproval or a policy) answers the
  * model's pending_approval message, and the same call again ends its step
- * with a tool-approval-request. Other answers throw the guard's errors
- * (the SDK shows them to the model as the tool's error).
+ * with a tool-approval-request. Every other answer the ledger gives
+ * (denied, held, in progress, outcome unknown, finished, key reused)
+ * and an error whose outcome is unknown reach the model as the shared
+ * texts of sdk/vectors.json "model_messages", the same words the OpenAI
+ * Agents adapter uses, none inviting another call; other errors are
+ * thrown (the SDK shows them to the model as the tool's error).
  */
 export function arbiterTool<S, O>(client: Client, options: ToolGuardOptions<InputOf<S>, O> & { schema: S }): ArbiterAiTool<InputOf<S>, O> & { inputSchema: S };
 export function arbiterTool<I, O>(client: Client, options: ToolGuardOptions<I, O>): ArbiterAiTool<I, O>;
@@ -57,7 +61,15 @@ export function arbiterTool<I, O>(client: Client, options: ToolGuardOptions<I, O
   const { schema, ...rest } = options;
   const g = new ToolGuard<I, O>(client, rest);
   const t: ArbiterAiTool<I, O> & { inputSchema?: unknown } = {
-    execute: (input, opts) => g.execute(input, opts?.abortSignal),
+    execute: async (input, opts) => {
+      try {
+        return await g.execute(input, opts?.abortSignal);
+      } catch (err) {
+        const text = modelAnswer(err, client);
+        if (text === undefined) throw err;
+        return text;
+      }
+    },
     needsApproval: carrying((input: I) => g.needsApproval(input), g),
   };
   if (schema !== undefined) t.inputSchema = schema;

@@ -177,6 +177,29 @@ describe("Vercel AI SDK adapter", { skip: noServer || missing || false, concurre
     assert.equal((await agent.actionByKey(`refund:${order}`)).status, "awaiting_approval");
   });
 
+  test("a timeout is told to the model in the shared words of an unknown outcome, and the same call again in those of a held one", async () => {
+    const { tool: ledgerTool } = fresh();
+    const order = fresh().key.split(":")[1];
+    const { tools } = refundTool(ledgerTool, {
+      execute: async () => {
+        throw new DOMException("The operation was aborted due to timeout", "TimeoutError");
+      },
+    });
+    const model = modelCalling({ order, amount_cents: 700 });
+    const first = await generateText({ model, tools, prompt: `refund ${order}` });
+    const [told] = toolOutputs(first);
+    assert.equal(told.type, "text", JSON.stringify(told));
+    assert.match(told.value, /^Unknown: the call was made but its outcome could not be seen \(it may have taken effect\)\. A person will check it\. Do not call the tool again/);
+    assert.match(told.value, /The operation was aborted due to timeout/);
+    const a = await agent.actionByKey(`refund:${order}`);
+    assert.equal(a.status, "timed_out", "recorded as an unknown outcome, not failed");
+
+    const again = await generateText({ model, tools, prompt: `refund ${order} again` });
+    const [held] = toolOutputs(again);
+    assert.match(held.value, /^Not done: an earlier attempt's outcome is unknown and a person is checking it\. Do not call the tool again/);
+    assert.ok(held.value.includes(agent.actionUrl(a.id)), held.value);
+  });
+
   test("needsApproval only reads: asked for a call that then never runs, it records nothing", async () => {
     const { tool: ledgerTool } = fresh();
     const order = fresh().key.split(":")[1];
