@@ -54,3 +54,25 @@ func TestBrowserResizedReasonSettlesWithoutCSPViolation(t *testing.T) {
 		require.Empty(t, tb.consoleErrors(), "no CSP violation when the panel settles")
 	})
 }
+
+// TestBrowserErrorPageHasHeading: an error page names its status in its
+// heading, not in a paragraph styled to look like one. The browser is told
+// to expect the 404 it logs for the page itself.
+func TestBrowserErrorPageHasHeading(t *testing.T) {
+	t.Parallel()
+	d := newDesk(t, dbtest.Open(t, services.SQLite))
+	pw := d.user("oncall@example.com", services.RoleOperator)
+	tb := newTab(t, true)
+	tb.signIn(t, d.srv.URL, "oncall@example.com", pw)
+	tb.allowError("status of 404")
+	var heading string
+	var styled int
+	tb.run(t,
+		chromedp.Navigate(d.srv.URL+"/actions/01HZZZZZZZZZZZZZZZZZZZZZZZ"),
+		chromedp.WaitVisible(testid("error-page"), chromedp.ByQuery),
+		chromedp.Text(testid("error-page")+` h1`, &heading, chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelectorAll('[data-testid="error-page"] p.status-code').length`, &styled),
+	)
+	require.Contains(t, heading, "404")
+	require.Zero(t, styled, "the status is part of the heading")
+}
