@@ -62,8 +62,9 @@ type tab struct {
 	auditTime  time.Duration // spent in them
 }
 
-// tabTimeout bounds a tab's whole life, audits included.
-const tabTimeout = 60 * time.Second
+// tabTimeout bounds a tab's whole life, audits included: generous, since
+// an axe-core run takes up to a second or two on a loaded 2-core machine.
+const tabTimeout = 2 * time.Minute
 
 // pageProbe runs in every document before its own scripts (the DevTools
 // protocol injects it; the page's CSP does not apply to it). It reports
