@@ -50,7 +50,6 @@ var chromiumSlots = make(chan struct{}, 2)
 // run and at the test's end.
 type tab struct {
 	ctx        context.Context
-	t          *testing.T
 	javascript bool
 	mu         sync.Mutex
 	errors     []string
@@ -121,7 +120,7 @@ func newTab(t *testing.T, javascript bool) *tab {
 	ctx, cancelCtx := chromedp.NewContext(actx)
 	ctx, cancelTimeout := context.WithTimeout(ctx, tabTimeout)
 	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
-	tb := &tab{ctx: ctx, t: t, javascript: javascript, reported: map[string]bool{}}
+	tb := &tab{ctx: ctx, javascript: javascript, reported: map[string]bool{}}
 	chromedp.ListenTarget(ctx, func(ev any) {
 		switch ev := ev.(type) {
 		case *runtime.EventConsoleAPICalled:
