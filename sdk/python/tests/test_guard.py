@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 import urllib.error
+from typing import Any, Dict, List
 
 import pytest
 
@@ -296,3 +297,65 @@ def test_async_client(url: str, uniq: str) -> None:
         assert [e.type for e in timeline] == ["intent", "succeeded"]
 
     asyncio.run(main())
+
+
+def test_a_method_passes_self_through_and_keeps_it_out_of_the_params(agent: arbiter.Client, uniq: str) -> None:
+    class Desk:
+        def __init__(self) -> None:
+            self.opened: List[str] = []
+
+        @agent.guard(tool="tickets.open", key=lambda title, **_: arbiter.key("ticket", uniq, title))
+        def open(self, attempt: arbiter.Attempt, title: str, priority: int = 3) -> Dict[str, Any]:
+            self.opened.append(attempt.key)
+            return {"ticket": 7, "priority": priority}
+
+        @classmethod
+        @agent.guard(tool="tickets.close", key=lambda ticket: arbiter.key("close", uniq, str(ticket)))
+        def close(cls, ticket: int) -> str:
+            return f"closed {ticket} by {cls.__name__}"
+
+    desk = Desk()
+    assert desk.open("printer") == {"ticket": 7, "priority": 3}
+    assert desk.open(title="printer") == {"ticket": 7, "priority": 3}  # a replay
+    k = arbiter.key("ticket", uniq, "printer")
+    assert desk.opened == [k]
+    assert agent.action_by_key(k).params == {"title": "printer", "priority": 3}
+    assert Desk.close(9) == "closed 9 by Desk"
+    assert agent.action_by_key(arbiter.key("close", uniq, "9")).params == {"ticket": 9}
+
+
+class Response:
+    """An SDK's response object: not JSON."""
+
+    def __init__(self, id: str) -> None:
+        self.id = id
+
+
+def test_a_result_that_is_not_json_is_refused_at_the_first_call(agent: arbiter.Client, uniq: str) -> None:
+    k = arbiter.key("charge", uniq)
+
+    @agent.guard(tool="psp.charge", key=k)
+    def charge(amount: int) -> Response:
+        return Response("ch_1")
+
+    with pytest.raises(TypeError, match="not JSON.*serialize=") as e:
+        charge(100)
+    assert isinstance(e.value, arbiter.ResultNotSavedError) and e.value.outcome.ran
+    a = agent.action_by_key(k)
+    assert (a.status, a.result) == ("succeeded", None)  # the effect happened: recorded all the same
+
+
+def test_serialize_saves_a_result_and_every_call_returns_what_was_saved(agent: arbiter.Client, uniq: str) -> None:
+    k = arbiter.key("charge", uniq)
+    runs = []
+
+    @agent.guard(tool="psp.charge", key=k, serialize=lambda r: {"id": r.id})
+    def charge(amount: int) -> Any:
+        runs.append(amount)
+        return arbiter.Done(Response("ch_1"), external_ref="ch_1")
+
+    assert charge(100) == {"id": "ch_1"}
+    assert charge(100) == {"id": "ch_1"}  # the replay: the same, never None
+    assert runs == [100]
+    a = agent.action_by_key(k)
+    assert (a.result, a.external_ref) == ({"id": "ch_1"}, "ch_1")

@@ -32,6 +32,7 @@ from .errors import (
     PendingApprovalError,
     Replayed,
     ReportError,
+    ResultNotSavedError,
     Retriable,
     Unknown,
     UnreachableError,
@@ -75,6 +76,6 @@ __all__ = [
     "Guard", "HeldError", "InProgressError", "KeyReusedError", "LeaseLostError", "LedgerEntry", "LookupAnswer",
     "LookupRequest", "LookupResult", "MAX_APPROVAL_WAIT", "MAX_KEY_BYTES", "NetworkError", "NotDone", "Outcome",
     "OutcomeUnknownError", "PendingApprovalError", "Policy", "PolicyTestResult", "Reconciliation", "Replayed",
-    "ReportError", "Retriable", "Spec", "Unknown", "UnreachableError", "Webhook", "Worker", "configure",
+    "ReportError", "ResultNotSavedError", "Retriable", "Spec", "Unknown", "UnreachableError", "Webhook", "Worker", "configure",
     "default_client", "guard", "is_unavailable", "key",
 ]

@@ -4,7 +4,7 @@ besides running: one exception class per answer the caller must handle."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 if TYPE_CHECKING:
     from .execute import Outcome
@@ -152,11 +152,20 @@ class InProgressError(ArbiterError):
 
 class PendingApprovalError(ArbiterError):
     """The action waits for people's approval: nothing ran. Call again with
-    the same key later; the function runs once the action is approved."""
+    the same key later; the function runs once the action is approved.
+    ``policy_errors`` are the run-time errors of the policies that hold it
+    (``approval.policies[i].error``, as "NAME: ERROR"): a condition that
+    failed (a missing param, a type error) holds the intent all the same,
+    and the message says so."""
 
-    def __init__(self, action_id: str, key: str, url: str, waited: float) -> None:
+    def __init__(self, action_id: str, key: str, url: str, waited: float,
+                 policy_errors: Optional[List[str]] = None) -> None:
         self.action_id, self.key, self.url, self.waited = action_id, key, url, waited
-        super().__init__(f"arbiter: action {key!r} awaits approval; nothing was run ({url})")
+        self.policy_errors: List[str] = list(policy_errors or [])
+        why = ""
+        if self.policy_errors:
+            why = f"; held because a policy's condition failed: {'; '.join(self.policy_errors)}"
+        super().__init__(f"arbiter: action {key!r} awaits approval; nothing was run ({url}){why}")
 
 
 class DeniedError(ArbiterError):

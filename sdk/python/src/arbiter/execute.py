@@ -258,7 +258,9 @@ def ask(client: Client, spec: Spec) -> EntryResult:
                             compensation=a.status == COMPENSATION_REQUESTED)
         if res.outcome == PENDING_APPROVAL:
             if int(spec.approval_wait - (time.monotonic() - start)) <= 0:
-                raise PendingApprovalError(a.id, spec.key, client.action_url(a.id), time.monotonic() - start)
+                failing = [f"{p.name}: {p.error}" for p in (a.approval.policies if a.approval else []) if p.error]
+                raise PendingApprovalError(a.id, spec.key, client.action_url(a.id), time.monotonic() - start,
+                                           failing)
             # Ask again, waiting on the server for the decision.
         elif res.outcome == DENIED:
             ap = a.approval

@@ -22,8 +22,11 @@ outcome: the ToolMessage's content is the saved result, and an error
 ToolMessage (a tool error the ToolNode handled) is recorded as failed. A
 replay answers with the saved content and the tool does not run; an answer
 that lets nothing run (held, awaiting approval, denied, key reused,
-Arbiter unreachable …) becomes an error ToolMessage telling the model what
-happened. Inside the tool, ``current_attempt()`` is the Attempt (its
+Arbiter unreachable …), or a call whose outcome is unknown (a timeout: the
+action goes to a lookup, then a person), becomes an error ToolMessage
+telling the model what happened in the words of sdk/vectors.json
+"model_messages"; a confirm without a result, and a compensation, reach the
+model as a sentence of those too. Inside the tool, ``current_attempt()`` is the Attempt (its
 ``key`` is the downstream's idempotency key). Other tools pass through
 untouched.
 
@@ -35,13 +38,16 @@ from __future__ import annotations
 
 import contextvars
 import json
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, Mapping, Optional
+import threading
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, Mapping, Optional, Sequence
 
 from .. import execute
-from ..errors import ArbiterError, OutcomeUnknownError, ReportError
+from ..errors import ArbiterError
 from ..execute import Attempt, Done, Outcome
 from ..guard import Guard, arun
-from . import framework, model_message
+from ..messages import model_message
+from ..types import COMPENSATED, CONFIRMED
+from . import framework, model_answer
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import AgentMiddleware, ToolCallRequest
@@ -63,16 +69,39 @@ def current_attempt() -> Attempt:
     return a
 
 
-def guard_tools(guards: Mapping[str, Guard], *, client: Optional[Client] = None) -> AgentMiddleware:
+def guard_tools(guards: Mapping[str, Guard], *, tools: Optional[Sequence[Any]] = None,
+                client: Optional[Client] = None) -> AgentMiddleware:
     """The middleware guarding each tool named in guards (the name the
     model calls) with its Guard, made with arbiter.guard(tool=...,
     effect=..., key=...); ``key``, ``params`` and ``reference`` are
     functions of the call's arguments. ``client`` is the Guards' when they
-    name none."""
+    name none.
+
+    A name that is not one of the agent's tools (a typo would leave the
+    real tool unguarded) raises ValueError: here, when ``tools`` (the list
+    given to create_agent) is passed, else at the agent's first model call,
+    against the tools the model is offered."""
     AgentMiddleware = framework("langchain.agents.middleware", "langchain").AgentMiddleware
     from langchain_core.messages import ToolMessage
 
     table = dict(guards)
+    for name, g in table.items():
+        if not isinstance(g, Guard):
+            raise TypeError(f"arbiter: guard_tools: the guard of {name!r} is a {type(g).__name__}, "
+                            "not an arbiter.guard(...)")
+    checked = threading.Event()
+
+    def check(offered: Sequence[Any]) -> None:
+        names = {_tool_name(t) for t in offered} - {None}
+        unknown = sorted(set(table) - names)
+        if unknown:
+            raise ValueError(f"arbiter: guard_tools: no tool named {', '.join(map(repr, unknown))} among the "
+                             f"agent's tools ({', '.join(sorted(str(n) for n in names)) or 'none'}); "
+                             "a misspelled name would leave the real tool unguarded")
+        checked.set()
+
+    if tools is not None:
+        check(tools)
 
     class _ToolError(Exception):
         """An error ToolMessage from the handler, recorded as failed and
@@ -84,6 +113,16 @@ def guard_tools(guards: Mapping[str, Guard], *, client: Optional[Client] = None)
 
     class ArbiterMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         """Guards the configured tools' calls with Arbiter."""
+
+        def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+            if not checked.is_set():
+                check(request.tools)
+            return handler(request)
+
+        async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+            if not checked.is_set():
+                check(request.tools)
+            return await handler(request)
 
         def _call(self, request: ToolCallRequest) -> Any:
             call = request.tool_call
@@ -113,10 +152,8 @@ def guard_tools(guards: Mapping[str, Guard], *, client: Optional[Client] = None)
                 out = execute.run(c, spec, run)
             except _ToolError as e:
                 return e.msg
-            except (OutcomeUnknownError, ReportError):
-                raise  # the effect may have happened: not the model's to retry
             except ArbiterError as e:
-                return _refused(request, e)
+                return _refused(request, e, c)
             return _answer(request, out, kept)
 
         async def awrap_tool_call(self, request: ToolCallRequest,
@@ -135,10 +172,8 @@ def guard_tools(guards: Mapping[str, Guard], *, client: Optional[Client] = None)
                 out = await arun(c, spec, run)
             except _ToolError as e:
                 return e.msg
-            except (OutcomeUnknownError, ReportError):
-                raise
             except ArbiterError as e:
-                return _refused(request, e)
+                return _refused(request, e, c)
             return _answer(request, out, kept)
 
     def _done(msg: Any, kept: Dict[str, Any]) -> Done:
@@ -153,18 +188,31 @@ def guard_tools(guards: Mapping[str, Guard], *, client: Optional[Client] = None)
         if out.ran and "msg" in kept:
             return kept["msg"]
         call = request.tool_call
-        if out.compensated:
-            return ToolMessage(content=f"Undone: an operator asked to compensate this action, and the compensation "
-                                       f"ran ({out.external_ref or 'no reference'}).", tool_call_id=call["id"],
-                               name=call["name"])
-        content = out.result if isinstance(out.result, (str, list)) else json.dumps(out.result)
+        a = out.action
+        if out.compensated or (a is not None and a.status == COMPENSATED):
+            content: Any = model_message("compensated")
+        elif out.result is None and a is not None and a.status == CONFIRMED:
+            content = model_message("confirmed_without_result")
+        else:
+            content = out.result if isinstance(out.result, (str, list)) else json.dumps(out.result)
         return ToolMessage(content=content, tool_call_id=call["id"], name=call["name"])
 
-    def _refused(request: ToolCallRequest, err: ArbiterError) -> ToolMessage:
+    def _refused(request: ToolCallRequest, err: ArbiterError, c: Client) -> ToolMessage:
         call = request.tool_call
-        return ToolMessage(content=model_message(err), tool_call_id=call["id"], name=call["name"], status="error")
+        return ToolMessage(content=model_answer(err, c) or str(err), tool_call_id=call["id"], name=call["name"],
+                           status="error")
 
     return ArbiterMiddleware()
+
+
+def _tool_name(t: Any) -> Optional[str]:
+    """The name the model calls a tool by: a BaseTool's, or a provider
+    tool dict's."""
+    if isinstance(t, dict):
+        fn = t.get("function")
+        return str(t.get("name") or (fn.get("name") if isinstance(fn, dict) else "") or "") or None
+    name = getattr(t, "name", None) or getattr(t, "__name__", None)
+    return str(name) if name else None
 
 
 def _text(content: Any) -> str:
