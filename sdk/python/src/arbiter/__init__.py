@@ -5,7 +5,7 @@ happens, run it only when the ledger says so, and report what came of it.
 
     @arbiter.guard(tool="payments.refund", effect="keyed",
                    key=lambda order_id, **_: arbiter.key("refund", order_id))
-    def refund(order_id: str, amount: int, attempt: arbiter.Attempt):
+    def refund(attempt: arbiter.Attempt, order_id: str, amount: int) -> arbiter.Done[dict]:
         r = psp.refund(order_id, amount, idempotency_key=attempt.key)
         return arbiter.Done(r, external_ref=r["id"])
 
