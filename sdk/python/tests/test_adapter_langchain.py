@@ -214,3 +214,36 @@ def test_a_confirm_without_a_result_reaches_the_model_as_a_sentence(
 
     assert [m.content for m in tool_messages(state)] == [model_message("confirmed_without_result")]
     assert psp.calls == []
+
+
+@pytest.mark.parametrize("mode", ["per_call", "batched"])
+def test_a_call_a_person_rejects_in_the_loop_leaves_nothing_in_arbiter(
+        agent: arbiter.Client, uniq: str, mode: str) -> None:
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    psp, order = Provider(), f"order-{uniq}"
+    args = {"order_id": order, "amount_cents": 4200}
+    # The guard outermost: the reviewer's middleware runs inside it (per
+    # call, its interrupt is raised in wrap_tool_call).
+    bot = create_agent(langchain_model([[("refund", args, "c1")], "not refunded"]), tools=tools(psp, []),
+                       middleware=[guards(agent, uniq),
+                                   HumanInTheLoopMiddleware(interrupt_on={"refund": True}, interrupt_mode=mode)],
+                       checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": uniq}}
+
+    paused = bot.invoke({"messages": [HumanMessage("refund my order")]}, config, version="v2")
+
+    assert paused.interrupts
+    k = arbiter.key("refund", order)
+    with pytest.raises(arbiter.APIError) as e:
+        agent.action_by_key(k)  # paused before the tool: nothing recorded
+    assert e.value.code == "not_found"
+    reject = {"type": "reject", "message": "not this one"}
+    resume = ({i.id: reject for i in paused.interrupts} if mode == "per_call" else {"decisions": [reject]})
+    bot.invoke(Command(resume=resume), config, version="v2")
+    assert psp.calls == []
+    with pytest.raises(arbiter.APIError) as e:
+        agent.action_by_key(k)
+    assert e.value.code == "not_found"

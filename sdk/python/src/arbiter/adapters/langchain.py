@@ -15,10 +15,14 @@ the tool calls it is configured for, each as one guarded call.
     })])
 
 For each call of a configured tool (by the name the model calls), the
-middleware's ``wrap_tool_call`` records the intent under the key the
-Guard's ``key`` makes of the call's arguments (the params default to the
-arguments), runs the tool only on proceed, with heartbeats, and reports its
-outcome: the ToolMessage's content is the saved result, and an error
+middleware's ``wrap_tool_call`` hands the rest of the chain the tool
+wrapped, so the intent is recorded only when the ToolNode really invokes
+it, below every other middleware (a call that HumanInTheLoopMiddleware
+interrupts or a person rejects records nothing; an edited call is recorded
+as it runs): under the key the Guard's ``key`` makes of the call's
+arguments (the params default to the arguments, without the ones the
+ToolNode injects), the tool runs only on proceed, with heartbeats, and its
+outcome is reported: the ToolMessage's content is the saved result, and an error
 ToolMessage (a tool error the ToolNode handled) is recorded as failed. A
 replay answers with the saved content and the tool does not run; an answer
 that lets nothing run (held, awaiting approval, denied, key reused,
@@ -83,6 +87,7 @@ def guard_tools(guards: Mapping[str, Guard], *, tools: Optional[Sequence[Any]] =
     against the tools the model is offered."""
     AgentMiddleware = framework("langchain.agents.middleware", "langchain").AgentMiddleware
     from langchain_core.messages import ToolMessage
+    from langchain_core.tools import BaseTool
 
     table = dict(guards)
     for name, g in table.items():
@@ -104,12 +109,79 @@ def guard_tools(guards: Mapping[str, Guard], *, tools: Optional[Sequence[Any]] =
         check(tools)
 
     class _ToolError(Exception):
-        """An error ToolMessage from the handler, recorded as failed and
-        then given to the model as it was."""
+        """An error ToolMessage from the tool, recorded as failed and then
+        given to the model as it was."""
 
         def __init__(self, msg: ToolMessage) -> None:
             super().__init__(_text(msg.content))
             self.msg = msg
+
+    class GuardedTool(BaseTool):
+        """A configured tool, guarded: the intent is recorded when the
+        ToolNode invokes it, below every middleware, so a call another
+        middleware rejects or interrupts (HumanInTheLoopMiddleware) records
+        nothing, and an edited call is recorded as it runs."""
+
+        inner: BaseTool
+        arbiter_guard: Any
+        arbiter_client: Any
+
+        def _run(self, *args: Any, **kwargs: Any) -> Any:  # never called: invoke is the guarded path
+            raise NotImplementedError
+
+        def _guarded(self, input: Any) -> Any:
+            """The spec of the call, or None when its arguments are invalid
+            (the tool refuses them itself, and nothing is recorded)."""
+            if not isinstance(input, dict) or "args" not in input:
+                return None
+            args = _model_args(self.inner, dict(input.get("args") or {}))
+            schema = self.inner.tool_call_schema
+            if hasattr(schema, "model_validate"):
+                try:
+                    schema.model_validate(args)
+                except Exception:
+                    return None
+            return self.arbiter_guard.spec(args)
+
+        def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+            spec = self._guarded(input)
+            if spec is None:
+                return self.inner.invoke(input, config, **kwargs)
+            kept: Dict[str, Any] = {}
+
+            def run(a: Attempt) -> Done:
+                token = _attempt.set(a)
+                try:
+                    msg = self.inner.invoke(input, config, **kwargs)
+                finally:
+                    _attempt.reset(token)
+                return _done(msg, kept)
+
+            try:
+                out = execute.run(self.arbiter_client, spec, run)
+            except _ToolError as e:
+                return e.msg
+            except ArbiterError as e:
+                return _refused(input, e, self.arbiter_client)
+            return _answer(input, out, kept)
+
+        async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+            spec = self._guarded(input)
+            if spec is None:
+                return await self.inner.ainvoke(input, config, **kwargs)
+            kept: Dict[str, Any] = {}
+
+            async def run(a: Attempt) -> Done:
+                _attempt.set(a)  # this task's context only
+                return _done(await self.inner.ainvoke(input, config, **kwargs), kept)
+
+            try:
+                out = await arun(self.arbiter_client, spec, run)
+            except _ToolError as e:
+                return e.msg
+            except ArbiterError as e:
+                return _refused(input, e, self.arbiter_client)
+            return _answer(input, out, kept)
 
     class ArbiterMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         """Guards the configured tools' calls with Arbiter."""
@@ -124,57 +196,24 @@ def guard_tools(guards: Mapping[str, Guard], *, tools: Optional[Sequence[Any]] =
                 check(request.tools)
             return await handler(request)
 
-        def _call(self, request: ToolCallRequest) -> Any:
-            call = request.tool_call
-            g = table.get(call["name"])
-            if g is None:
-                return None
+        def _guarded(self, request: ToolCallRequest) -> ToolCallRequest:
+            g = table.get(request.tool_call["name"])
+            t = request.tool
+            if g is None or t is None or isinstance(t, GuardedTool):
+                return request
             c = g._client if g._client is not None else (client or g.client)
-            return g, c, g.spec(dict(call.get("args") or {}))
+            proxy = GuardedTool(name=t.name, description=t.description, args_schema=t.args_schema,
+                                return_direct=t.return_direct, response_format=t.response_format,
+                                inner=t, arbiter_guard=g, arbiter_client=c)
+            return request.override(tool=proxy)
 
         def wrap_tool_call(self, request: ToolCallRequest,
                            handler: Callable[[ToolCallRequest], Any]) -> Any:
-            got = self._call(request)
-            if got is None:
-                return handler(request)
-            g, c, spec = got
-            kept: Dict[str, Any] = {}
-
-            def run(a: Attempt) -> Done:
-                token = _attempt.set(a)
-                try:
-                    msg = handler(request)
-                finally:
-                    _attempt.reset(token)
-                return _done(msg, kept)
-
-            try:
-                out = execute.run(c, spec, run)
-            except _ToolError as e:
-                return e.msg
-            except ArbiterError as e:
-                return _refused(request, e, c)
-            return _answer(request, out, kept)
+            return handler(self._guarded(request))
 
         async def awrap_tool_call(self, request: ToolCallRequest,
                                   handler: Callable[[ToolCallRequest], Awaitable[Any]]) -> Any:
-            got = self._call(request)
-            if got is None:
-                return await handler(request)
-            g, c, spec = got
-            kept: Dict[str, Any] = {}
-
-            async def run(a: Attempt) -> Done:
-                _attempt.set(a)  # this task's context only
-                return _done(await handler(request), kept)
-
-            try:
-                out = await arun(c, spec, run)
-            except _ToolError as e:
-                return e.msg
-            except ArbiterError as e:
-                return _refused(request, e, c)
-            return _answer(request, out, kept)
+            return await handler(self._guarded(request))
 
     def _done(msg: Any, kept: Dict[str, Any]) -> Done:
         kept["msg"] = msg
@@ -184,10 +223,9 @@ def guard_tools(guards: Mapping[str, Guard], *, tools: Optional[Sequence[Any]] =
             return Done(msg.content)
         return Done(None)  # a Command: the graph's business, nothing to save
 
-    def _answer(request: ToolCallRequest, out: Outcome, kept: Dict[str, Any]) -> Any:
+    def _answer(call: Any, out: Outcome, kept: Dict[str, Any]) -> Any:
         if out.ran and "msg" in kept:
             return kept["msg"]
-        call = request.tool_call
         a = out.action
         if out.compensated or (a is not None and a.status == COMPENSATED):
             content: Any = model_message("compensated")
@@ -197,12 +235,21 @@ def guard_tools(guards: Mapping[str, Guard], *, tools: Optional[Sequence[Any]] =
             content = out.result if isinstance(out.result, (str, list)) else json.dumps(out.result)
         return ToolMessage(content=content, tool_call_id=call["id"], name=call["name"])
 
-    def _refused(request: ToolCallRequest, err: ArbiterError, c: Client) -> ToolMessage:
-        call = request.tool_call
+    def _refused(call: Any, err: ArbiterError, c: Client) -> ToolMessage:
         return ToolMessage(content=model_answer(err, c) or str(err), tool_call_id=call["id"], name=call["name"],
                            status="error")
 
     return ArbiterMiddleware()
+
+
+def _model_args(tool: Any, args: Dict[str, Any]) -> Dict[str, Any]:
+    """The arguments the model gave, without those the ToolNode injected
+    (state, runtime, store): what the tool's call schema lists."""
+    schema = tool.tool_call_schema
+    fields = getattr(schema, "model_fields", None)
+    if fields is None and isinstance(schema, dict):
+        fields = schema.get("properties")
+    return {k: v for k, v in args.items() if fields is None or k in fields}
 
 
 def _tool_name(t: Any) -> Optional[str]:
