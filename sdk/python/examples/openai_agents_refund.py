@@ -2,11 +2,14 @@
 scripted model in place of a provider's (no model key needed).
 
 Every refund needs a person's approval (require_approval; a policy on the
-server does the same for the refunds it matches). The run pauses on the
-framework's own approval interruption; once someone approves the action in
-Arbiter (the dashboard link is printed), decide() approves it in the run
-state and the run goes on: the refund runs once. The model then asks for
-the same refund again, and the ledger answers with the saved result.
+server does the same for the refunds it matches). The first call records
+its intent when the tool runs (after the framework's tool input
+guardrails), Arbiter holds it, and the model is told it waits for
+approval. When the model asks again, the run pauses on the framework's own
+approval interruption; once someone approves the action in Arbiter (the
+dashboard link is printed), decide() approves it in the run state and the
+run goes on: the refund runs once. The model then asks for the same refund
+again, and the ledger answers with the saved result.
 
 Run it against `arbiter demo` (see sdk/python/README.md), with the pinned
 openai-agents installed:
@@ -72,7 +75,7 @@ async def main(order: str) -> None:
     set_tracing_disabled(True)
     ask = ("refund", {"order_id": order, "amount_cents": 4200})
     bot = Agent(name="support", tools=[refund],
-                model=ScriptedModel([ask, ask, f"Refunded {order}, once."]))
+                model=ScriptedModel([ask, ask, ask, f"Refunded {order}, once."]))
     result = await Runner.run(bot, f"Please refund {order}.")
     while result.interruptions:
         client = arbiter.default_client()

@@ -123,7 +123,8 @@ def test_a_held_action_is_not_run_again_and_the_model_learns_why(agent: arbiter.
 
     assert psp.calls == [k]  # only the lost attempt's
     [told] = tool_messages(state)
-    assert told.status == "error" and "a person decides" in told.content and "/actions/" in told.content
+    assert told.status == "error" and "/actions/" in told.content
+    assert told.content.startswith("Not done: an earlier attempt's outcome is unknown and a person is checking it.")
 
 
 def test_a_call_waits_for_approval_in_arbiter_and_runs_once_approved(
@@ -157,4 +158,92 @@ def test_a_call_awaiting_approval_does_not_run_and_the_model_is_told(agent: arbi
 
     assert psp.calls == []
     [told] = tool_messages(state)
-    assert told.status == "error" and "waits for a person's approval" in told.content
+    assert told.status == "error"
+    assert told.content.startswith("Not done yet: this call is waiting for a person's approval. Do not call the tool")
+
+
+def test_a_misspelled_tool_name_is_refused(agent: arbiter.Client, uniq: str) -> None:
+    g = {"refnud": arbiter.guard(tool=f"payments.refund.{uniq}", client=agent, key=lambda order_id, **_: order_id)}
+    agent_tools = tools(Provider(), [])
+    with pytest.raises(ValueError, match="no tool named 'refnud'.*refund"):
+        guard_tools(g, tools=agent_tools)
+    # Without tools=, at the first model call: before any tool runs.
+    psp = Provider()
+    bot = create_agent(langchain_model([[("refund", {"order_id": "o", "amount_cents": 1}, "c1")], "done"]),
+                       tools=tools(psp, []), middleware=[guard_tools(g)])
+    with pytest.raises(ValueError, match="misspelled name would leave the real tool unguarded"):
+        bot.invoke({"messages": [HumanMessage("refund")]})
+    assert psp.calls == []
+
+
+def test_a_timeout_in_the_tool_is_an_unknown_outcome_the_model_is_told(agent: arbiter.Client, uniq: str) -> None:
+    order = f"order-{uniq}"
+    k, args = arbiter.key("refund", order), {"order_id": order, "amount_cents": 4200}
+
+    @tool
+    def refund(order_id: str, amount_cents: int) -> str:
+        """Refunds an order."""
+        raise TimeoutError("the provider did not answer within 30 s")
+
+    bot = create_agent(langchain_model([[("refund", args, "c1")], "a person checks"]), tools=[refund],
+                       middleware=[guards(agent, uniq)])
+
+    state = bot.invoke({"messages": [HumanMessage("refund my order")]})
+
+    [told] = tool_messages(state)
+    assert told.status == "error" and told.content.startswith("Unknown: the call was made but its outcome")
+    a = agent.action_by_key(k)
+    assert a.status == "timed_out"  # at once: reported outcome_unknown
+    assert [e.type for e in agent.entries(a.id)] == ["intent", "outcome_unknown"]
+
+
+def test_a_confirm_without_a_result_reaches_the_model_as_a_sentence(
+        agent: arbiter.Client, operator: arbiter.Client, uniq: str) -> None:
+    from arbiter.messages import model_message
+
+    psp, order = Provider(), f"order-{uniq}"
+    k, args = arbiter.key("refund", order), {"order_id": order, "amount_cents": 4200}
+    with pytest.raises(arbiter.OutcomeUnknownError):
+        agent.run(arbiter.Spec(key=k, tool=f"payments.refund.{uniq}", effect="keyed", params=args),
+                  lambda a: (_ for _ in ()).throw(TimeoutError("no answer")))
+    operator.decide(agent.action_by_key(k).id, "confirm", "the provider shows it")
+    bot = create_agent(langchain_model([[("refund", args, "c1")], "done"]), tools=tools(psp, []),
+                       middleware=[guards(agent, uniq)])
+
+    state = bot.invoke({"messages": [HumanMessage("refund my order")]})
+
+    assert [m.content for m in tool_messages(state)] == [model_message("confirmed_without_result")]
+    assert psp.calls == []
+
+
+@pytest.mark.parametrize("mode", ["per_call", "batched"])
+def test_a_call_a_person_rejects_in_the_loop_leaves_nothing_in_arbiter(
+        agent: arbiter.Client, uniq: str, mode: str) -> None:
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    psp, order = Provider(), f"order-{uniq}"
+    args = {"order_id": order, "amount_cents": 4200}
+    # The guard outermost: the reviewer's middleware runs inside it (per
+    # call, its interrupt is raised in wrap_tool_call).
+    bot = create_agent(langchain_model([[("refund", args, "c1")], "not refunded"]), tools=tools(psp, []),
+                       middleware=[guards(agent, uniq),
+                                   HumanInTheLoopMiddleware(interrupt_on={"refund": True}, interrupt_mode=mode)],
+                       checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": uniq}}
+
+    paused = bot.invoke({"messages": [HumanMessage("refund my order")]}, config, version="v2")
+
+    assert paused.interrupts
+    k = arbiter.key("refund", order)
+    with pytest.raises(arbiter.APIError) as e:
+        agent.action_by_key(k)  # paused before the tool: nothing recorded
+    assert e.value.code == "not_found"
+    reject = {"type": "reject", "message": "not this one"}
+    resume = ({i.id: reject for i in paused.interrupts} if mode == "per_call" else {"decisions": [reject]})
+    bot.invoke(Command(resume=resume), config, version="v2")
+    assert psp.calls == []
+    with pytest.raises(arbiter.APIError) as e:
+        agent.action_by_key(k)
+    assert e.value.code == "not_found"

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import threading
+import time
 from typing import Any, Dict, List
 
 import pytest
@@ -14,10 +16,18 @@ import pytest
 if sys.version_info < (3, 11):
     pytest.skip("the pinned agent frameworks are resolved for Python 3.11", allow_module_level=True)
 
-from agents import Agent, Runner, set_tracing_disabled  # noqa: E402
+from agents import (  # noqa: E402
+    Agent,
+    Runner,
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrailData,
+    set_tracing_disabled,
+    tool_input_guardrail,
+)
 
 import arbiter  # noqa: E402
 from arbiter.adapters.openai_agents import decide, guarded_tool  # noqa: E402
+from arbiter.messages import model_message  # noqa: E402
 from conftest import types_of, wait_status  # noqa: E402
 from scripted_models import openai_model  # noqa: E402
 
@@ -78,19 +88,30 @@ def test_a_guarded_tool_runs_once_and_a_second_call_replays(agent: arbiter.Clien
     assert types_of(agent, a.id) == ["intent", "succeeded"]  # a replay writes nothing
 
 
+PENDING = "Not done yet: this call is waiting for a person's approval. Do not call the tool again"
+
+
 def test_approval_in_arbiter_pauses_the_run_and_approving_continues_it(
         agent: arbiter.Client, operator: arbiter.Client, uniq: str) -> None:
     psp, order = Provider(), f"order-{uniq}"
     refund = refund_tool(agent, psp, f"payments.refund.{uniq}", require_approval=True)
-    bot = Agent(name="support", model=openai_model([[("refund", {"order_id": order, "amount_cents": 99000}, "c1")],
-                                                   "refunded after approval"]), tools=[refund])
+    call = ("refund", {"order_id": order, "amount_cents": 99000}, "c1")
+    first = openai_model([[call], "it waits for approval"])
 
-    result = asyncio.run(Runner.run(bot, "refund it"))
-
-    # The framework's own pause: one interruption for the refund, nothing ran.
-    assert [i.tool_name for i in result.interruptions] == ["refund"]
+    # The tool records its intent when it runs: held, and the model hears it waits.
+    result = asyncio.run(Runner.run(Agent(name="support", model=first, tools=[refund]), "refund it"))
+    assert result.interruptions == []
+    [told] = tool_outputs(first)
+    assert told.startswith(PENDING) and "/actions/" in told
     assert psp.calls == []
     a = wait_status(agent, arbiter.key("refund", order), "awaiting_approval")
+
+    # The same call again: the framework's own pause, one interruption.
+    bot = Agent(name="support", model=openai_model([[("refund", call[1], "c2")], "refunded after approval"]),
+                tools=[refund])
+    result = asyncio.run(Runner.run(bot, "refund it"))
+    assert [i.tool_name for i in result.interruptions] == ["refund"]
+    assert psp.calls == []
     state = result.to_state()
     assert len(asyncio.run(decide(state))) == 1  # nobody decided yet
     operator.decide(a.id, "approve", "the customer was double-charged")
@@ -105,13 +126,19 @@ def test_approval_in_arbiter_pauses_the_run_and_approving_continues_it(
 
 
 def test_rejection_in_arbiter_refuses_the_call_and_tells_the_model(
-        agent: arbiter.Client, operator: arbiter.Client, uniq: str) -> None:
-    psp, order = Provider(), f"order-{uniq}"
-    refund = refund_tool(agent, psp, f"payments.refund.{uniq}", require_approval=True)
-    model = openai_model([[("refund", {"order_id": order, "amount_cents": 99000}, "c1")], "not refunded"])
+        agent: arbiter.Client, operator: arbiter.Client, admin: arbiter.Client, uniq: str) -> None:
+    psp, order, tool = Provider(), f"order-{uniq}", f"payments.refund.{uniq}"
+    admin.create_policy(f"refunds over 500 ({uniq})", "sdk", [tool], condition="params.amount_cents > 50000")
+    refund = refund_tool(agent, psp, tool)
+    call = ("refund", {"order_id": order, "amount_cents": 99000}, "c1")
+    first = openai_model([[call], "waiting"])
+    asyncio.run(Runner.run(Agent(name="support", model=first, tools=[refund]), "refund it"))
+    assert tool_outputs(first)[0].startswith(PENDING)  # the policy held it
+    a = wait_status(agent, arbiter.key("refund", order), "awaiting_approval")
+    model = openai_model([[("refund", call[1], "c2")], "not refunded"])
     bot = Agent(name="support", model=model, tools=[refund])
     result = asyncio.run(Runner.run(bot, "refund it"))
-    a = wait_status(agent, arbiter.key("refund", order), "awaiting_approval")
+    assert len(result.interruptions) == 1
     operator.decide(a.id, "reject", "over the customer's total")
     state = result.to_state()
     assert asyncio.run(decide(state, wait=10)) == []
@@ -121,7 +148,8 @@ def test_rejection_in_arbiter_refuses_the_call_and_tells_the_model(
     assert result.final_output == "not refunded"
     assert psp.calls == []
     [told] = tool_outputs(model)
-    assert "Refused" in told and "over the customer's total" in told
+    assert told == model_message("denied", "Arbiter: rejected by sdk-operator@example.com: over the customer's total",
+                                 agent.action_url(a.id))
     assert agent.action_by_key(a.key).status == "denied"
 
 
@@ -129,10 +157,14 @@ def test_a_framework_approval_without_arbiters_does_not_run_the_tool(
         agent: arbiter.Client, uniq: str) -> None:
     psp, order = Provider(), f"order-{uniq}"
     refund = refund_tool(agent, psp, f"payments.refund.{uniq}", require_approval=True)
-    model = openai_model([[("refund", {"order_id": order, "amount_cents": 99000}, "c1")], "waiting"])
+    args = {"order_id": order, "amount_cents": 99000}
+    asyncio.run(Runner.run(Agent(name="support", model=openai_model([[("refund", args, "c1")], "waiting"]),
+                                 tools=[refund]), "refund it"))
+    model = openai_model([[("refund", args, "c2")], "waiting"])
     bot = Agent(name="support", model=model, tools=[refund])
     result = asyncio.run(Runner.run(bot, "refund it"))
     state = result.to_state()
+    assert len(result.interruptions) == 1
     for item in result.interruptions:
         state.approve(item)  # someone clicks yes in the app, not in Arbiter
 
@@ -140,8 +172,43 @@ def test_a_framework_approval_without_arbiters_does_not_run_the_tool(
 
     assert psp.calls == []
     [told] = tool_outputs(model)
-    assert "waits for a person's approval" in told
+    assert told.startswith(PENDING)
     assert agent.action_by_key(arbiter.key("refund", order)).status == "awaiting_approval"
+
+
+def test_a_call_a_tool_input_guardrail_rejects_leaves_nothing_in_arbiter_and_a_worker_never_runs_it(
+        agent: arbiter.Client, uniq: str) -> None:
+    psp, order, tool = Provider(), f"order-{uniq}", f"payments.refund.{uniq}"
+
+    @tool_input_guardrail
+    def small_refunds_only(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        if json.loads(data.context.tool_arguments)["amount_cents"] > 100:
+            return ToolGuardrailFunctionOutput.reject_content("refunds over 1.00 need a person")
+        return ToolGuardrailFunctionOutput.allow()
+
+    # A short lease: an attempt begun for the rejected call would time out
+    # at once, and the worker's lookup (which finds nothing) would retry it.
+    refund = refund_tool(agent, psp, tool, timeout=1, tool_input_guardrails=[small_refunds_only])
+    model = openai_model([[("refund", {"order_id": order, "amount_cents": 500}, "c1")], "refused"])
+
+    result = asyncio.run(Runner.run(Agent(name="support", model=model, tools=[refund]), "refund it"))
+
+    assert result.interruptions == []
+    assert tool_outputs(model) == ["refunds over 1.00 need a person"]
+    worked: List[str] = []
+    w = arbiter.Worker(agent, poll=0.05, max_poll=0.2, lookup_retry=0.2)
+    w.handle(tool, lambda a: worked.append(a.key) or "re_worker")
+    w.handle_lookup(tool, lambda q: arbiter.LookupResult("not_happened", evidence={"searched": q.key}))
+    stop = threading.Event()
+    t = threading.Thread(target=w.run, args=(stop,))
+    t.start()
+    time.sleep(3)  # past the lease, several sweeps and polls
+    stop.set()
+    t.join(10)
+    assert worked == [] and psp.calls == []
+    with pytest.raises(arbiter.APIError) as e:
+        agent.action_by_key(arbiter.key("refund", order))
+    assert (e.value.status, e.value.code) == (404, "not_found")
 
 
 def test_a_held_action_is_not_run_again_and_the_model_learns_why(agent: arbiter.Client, uniq: str) -> None:
@@ -165,7 +232,8 @@ def test_a_held_action_is_not_run_again_and_the_model_learns_why(agent: arbiter.
     assert result.final_output == "a person decides"
     assert psp.calls == [k]  # only the lost attempt's
     [told] = tool_outputs(model)
-    assert "a person decides" in told and "/actions/" in told
+    assert told.startswith("Not done: an earlier attempt's outcome is unknown and a person is checking it. "
+                           "Do not call the tool again") and "/actions/" in told
 
 
 def test_a_call_that_needs_no_approval_runs_while_another_of_the_turn_waits(
@@ -175,15 +243,19 @@ def test_a_call_that_needs_no_approval_runs_while_another_of_the_turn_waits(
     large = refund_tool(agent, psp, f"payments.refund.large.{uniq}", require_approval=True,
                         name_override="refund_large")
     ks = arbiter.key("refund", f"small-{uniq}"), arbiter.key("refund", f"large-{uniq}")
-    bot = Agent(name="support", tools=[small, large], model=openai_model([[
-        ("refund", {"order_id": f"small-{uniq}", "amount_cents": 100}, "c1"),
-        ("refund_large", {"order_id": f"large-{uniq}", "amount_cents": 990000}, "c2")], "both refunded"]))
+    big = {"order_id": f"large-{uniq}", "amount_cents": 990000}
+    first = openai_model([[("refund", {"order_id": f"small-{uniq}", "amount_cents": 100}, "c1"),
+                           ("refund_large", big, "c2")], "one waits"])
 
-    result = asyncio.run(Runner.run(bot, "refund both"))
+    asyncio.run(Runner.run(Agent(name="support", tools=[small, large], model=first), "refund both"))
 
-    assert [i.tool_name for i in result.interruptions] == ["refund_large"]
-    assert psp.calls == [ks[0]]  # ran from the answer its approval check got: one intent
+    assert psp.calls == [ks[0]]
+    assert tool_outputs(first)[1].startswith(PENDING)
     a = wait_status(agent, ks[1], "awaiting_approval")
+    bot = Agent(name="support", tools=[small, large],
+                model=openai_model([[("refund_large", big, "c3")], "both refunded"]))
+    result = asyncio.run(Runner.run(bot, "refund the large one"))
+    assert [i.tool_name for i in result.interruptions] == ["refund_large"]
     operator.decide(a.id, "approve", "checked")
     state = result.to_state()
     assert asyncio.run(decide(state, wait=10)) == []
@@ -191,3 +263,20 @@ def test_a_call_that_needs_no_approval_runs_while_another_of_the_turn_waits(
     assert result.final_output == "both refunded"
     assert psp.calls == list(ks)
     assert [agent.action_by_key(k).status for k in ks] == ["succeeded", "succeeded"]
+
+
+def test_a_confirm_without_a_result_reaches_the_model_as_a_sentence(
+        agent: arbiter.Client, operator: arbiter.Client, uniq: str) -> None:
+    psp, order, tool = Provider(), f"order-{uniq}", f"payments.refund.{uniq}"
+    k = arbiter.key("refund", order)
+    params = {"order_id": order, "amount_cents": 4200}
+    with pytest.raises(arbiter.OutcomeUnknownError):
+        agent.run(arbiter.Spec(key=k, tool=tool, effect="keyed", params=params),
+                  lambda a: (_ for _ in ()).throw(TimeoutError("the provider did not answer")))
+    operator.decide(agent.action_by_key(k).id, "confirm", "the provider shows the refund")
+    model = openai_model([[("refund", params, "c1")], "done"])
+
+    asyncio.run(Runner.run(Agent(name="support", model=model, tools=[refund_tool(agent, psp, tool)]), "go"))
+
+    assert tool_outputs(model) == [model_message("confirmed_without_result")]
+    assert psp.calls == []

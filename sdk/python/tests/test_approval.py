@@ -59,3 +59,19 @@ def test_pending_approval_without_waiting(agent: arbiter.Client, uniq: str) -> N
             pytest.fail("ran without approval")
     a = agent.action_by_key(k)
     assert (a.status, a.attempt, e.value.action_id) == ("awaiting_approval", 0, a.id)
+
+
+def test_a_policy_whose_condition_fails_holds_the_intent_and_says_why(
+        agent: arbiter.Client, admin: arbiter.Client, uniq: str) -> None:
+    tool = f"payments.refund.{uniq}"
+    p = admin.create_policy(f"large refunds ({uniq})", "sdk", [tool], condition="params.amount > 100")
+    k = arbiter.key("refund", uniq)
+    with pytest.raises(arbiter.PendingApprovalError) as e:
+        agent.run(arbiter.Spec(key=k, tool=tool), lambda _: pytest.fail("ran without approval"))
+    [failing] = e.value.policy_errors
+    assert failing.startswith(f"large refunds ({uniq}): ") and len(failing) > len(p.name) + 2
+    assert "held because a policy's condition failed: " + failing in str(e.value)
+    a = agent.action_by_key(k)
+    assert a.approval is not None
+    [held_by] = a.approval.policies
+    assert (held_by.id, held_by.error) == (p.id, failing.split(": ", 1)[1])

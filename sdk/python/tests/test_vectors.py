@@ -123,10 +123,12 @@ class Canned(BaseHTTPRequestHandler):
 
     answer: Tuple[int, bytes] = (500, b"")
     seen: list = []
+    entries: list = []
 
     def do_POST(self) -> None:
         entry = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.seen.append(entry["type"])
+        self.entries.append(entry)
         status, body = self.answer if entry["type"] == "intent" else (200, json.dumps(
             {"key": entry["key"], "type": entry["type"], "outcome": "recorded", "attempt": 1,
              "lease_until": None, "action": None, "error": None}).encode())
@@ -142,7 +144,7 @@ class Canned(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def canned() -> Iterator[Any]:
-    handler = type("Handler", (Canned,), {"seen": []})
+    handler = type("Handler", (Canned,), {"seen": [], "entries": []})
     srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     yield srv, handler
@@ -219,3 +221,44 @@ def test_answers(case: Dict[str, Any], canned: Any) -> None:
             assert e.value.code == case["code"] and e.value.status == case["status"]
         if case["error"] == "api":
             assert not isinstance(e.value, (arbiter.KeyReusedError, arbiter.UnreachableError))
+
+
+OUTCOMES = VECTORS["outcomes"]
+
+
+@pytest.mark.parametrize("case", OUTCOMES["cases"], ids=lambda c: json.dumps(c, sort_keys=True))
+def test_outcomes_through_the_guard(case: Dict[str, Any], canned: Any) -> None:
+    """Each row of "outcomes", raised inside a guarded call: the entry the
+    guard sends is what the row records, and the call raises the
+    function's exception (failed) or OutcomeUnknownError (outcome_unknown)."""
+    from test_outcomes import raised
+
+    srv, handler = canned
+    handler.answer = _answer({"outcome": "proceed", "status": 201})
+    client = arbiter.Client(f"http://127.0.0.1:{srv.server_address[1]}", "ak_x", report_budget=1)
+    classify = None
+    if "classifier" in case:
+        def classify(exc: BaseException) -> str:
+            if case["classifier"] == "raises":
+                raise RuntimeError("classifier bug")
+            return str(case["classifier"])
+    spec = arbiter.Spec(key="k", tool="t", classify=classify, not_done_statuses=case.get("tool_maps", ()))
+    exc = raised(case)
+
+    def fn(_: arbiter.Attempt) -> None:
+        raise exc
+
+    with pytest.raises(BaseException) as got:
+        client.run(spec, fn)
+    sent = handler.entries[-1]
+    assert handler.seen == ["intent", case["records"]]
+    assert sent["attempt"] == 1 and sent["error"]
+    if case["records"] == "failed":
+        assert got.value is exc
+        assert sent.get("retriable", False) == bool(case.get("retriable_recorded", case.get("retriable", False)))
+    else:
+        assert isinstance(got.value, arbiter.OutcomeUnknownError) and got.value.__cause__ is exc
+        assert "retriable" not in sent
+    if case["raised"] == "timeout":
+        assert sent["error"].startswith("timeout: ")
+    assert OUTCOMES["default"] == "outcome_unknown"

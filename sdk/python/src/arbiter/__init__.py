@@ -5,7 +5,7 @@ happens, run it only when the ledger says so, and report what came of it.
 
     @arbiter.guard(tool="payments.refund", effect="keyed",
                    key=lambda order_id, **_: arbiter.key("refund", order_id))
-    def refund(order_id: str, amount: int, attempt: arbiter.Attempt):
+    def refund(attempt: arbiter.Attempt, order_id: str, amount: int) -> arbiter.Done[dict]:
         r = psp.refund(order_id, amount, idempotency_key=attempt.key)
         return arbiter.Done(r, external_ref=r["id"])
 
@@ -32,6 +32,7 @@ from .errors import (
     PendingApprovalError,
     Replayed,
     ReportError,
+    ResultNotSavedError,
     Retriable,
     Unknown,
     UnreachableError,
@@ -75,6 +76,6 @@ __all__ = [
     "Guard", "HeldError", "InProgressError", "KeyReusedError", "LeaseLostError", "LedgerEntry", "LookupAnswer",
     "LookupRequest", "LookupResult", "MAX_APPROVAL_WAIT", "MAX_KEY_BYTES", "NetworkError", "NotDone", "Outcome",
     "OutcomeUnknownError", "PendingApprovalError", "Policy", "PolicyTestResult", "Reconciliation", "Replayed",
-    "ReportError", "Retriable", "Spec", "Unknown", "UnreachableError", "Webhook", "Worker", "configure",
+    "ReportError", "ResultNotSavedError", "Retriable", "Spec", "Unknown", "UnreachableError", "Webhook", "Worker", "configure",
     "default_client", "guard", "is_unavailable", "key",
 ]

@@ -4,7 +4,7 @@ besides running: one exception class per answer the caller must handle."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 if TYPE_CHECKING:
     from .execute import Outcome
@@ -23,6 +23,7 @@ __all__ = [
     "FinishedError",
     "OutcomeUnknownError",
     "ReportError",
+    "ResultNotSavedError",
     "CompensationRequestedError",
     "LeaseLostError",
     "Retriable",
@@ -151,11 +152,20 @@ class InProgressError(ArbiterError):
 
 class PendingApprovalError(ArbiterError):
     """The action waits for people's approval: nothing ran. Call again with
-    the same key later; the function runs once the action is approved."""
+    the same key later; the function runs once the action is approved.
+    ``policy_errors`` are the run-time errors of the policies that hold it
+    (``approval.policies[i].error``, as "NAME: ERROR"): a condition that
+    failed (a missing param, a type error) holds the intent all the same,
+    and the message says so."""
 
-    def __init__(self, action_id: str, key: str, url: str, waited: float) -> None:
+    def __init__(self, action_id: str, key: str, url: str, waited: float,
+                 policy_errors: Optional[List[str]] = None) -> None:
         self.action_id, self.key, self.url, self.waited = action_id, key, url, waited
-        super().__init__(f"arbiter: action {key!r} awaits approval; nothing was run ({url})")
+        self.policy_errors: List[str] = list(policy_errors or [])
+        why = ""
+        if self.policy_errors:
+            why = f"; held because a policy's condition failed: {'; '.join(self.policy_errors)}"
+        super().__init__(f"arbiter: action {key!r} awaits approval; nothing was run ({url}){why}")
 
 
 class DeniedError(ArbiterError):
@@ -185,19 +195,39 @@ class FinishedError(ArbiterError):
 
 
 class OutcomeUnknownError(ArbiterError):
-    """The function raised Unknown, or raised after its attempt lost its
-    lease, or was interrupted (KeyboardInterrupt, a cancelled task). The
-    effect may or may not have happened, so no outcome was reported: the
-    action times out and a person decides, unless a later report resolves
-    it. The function's exception is ``__cause__``."""
+    """The effect may or may not have happened: the function raised an
+    exception that does not prove it did not (a timeout, a lost connection,
+    Unknown, an exception of no known kind: sdk/vectors.json "outcomes"),
+    or raised after its attempt lost its lease, or was interrupted (a
+    cancelled task). When ``reported``, the guard recorded outcome_unknown:
+    the action (``action``, as the ledger answered) is timed_out, a lookup
+    or a person finds out what happened, and the next call for the key
+    gets HeldError. Otherwise (the lease was lost, the report could not be
+    made, or it was a compensation) nothing was reported: the lease passes
+    and a person decides. The function's exception is ``__cause__``."""
 
-    def __init__(self, action_id: str, key: str, attempt: int, compensation: bool = False) -> None:
+    def __init__(self, action_id: str, key: str, attempt: int, compensation: bool = False,
+                 reported: bool = False, action: Optional[Action] = None) -> None:
         self.action_id, self.key, self.attempt, self.compensation = action_id, key, attempt, compensation
+        self.reported, self.action = reported, action
         what = "the compensation of attempt" if compensation else "attempt"
+        how = ("it was reported outcome_unknown, and a person will check it" if reported
+               else "nothing was reported, and a person decides once its lease passes")
         super().__init__(
-            f"arbiter: {what} {attempt} of action {action_id} (key {key!r}) ended without a known outcome; "
-            "nothing was reported, and a person decides once its lease passes"
+            f"arbiter: {what} {attempt} of action {action_id} (key {key!r}) ended without a known outcome; {how}"
         )
+
+
+class ResultNotSavedError(ArbiterError, TypeError):
+    """The guarded function's result could not be saved (it is not JSON, or
+    it is over the 64 KiB the ledger keeps). The success was recorded
+    without it, since the effect happened; pass ``serialize=`` to the guard
+    (or return ``arbiter.Done(json_value)``) so that replays can return it.
+    ``outcome`` is what the call came to."""
+
+    def __init__(self, key: str, why: str, outcome: Outcome) -> None:
+        self.key, self.why, self.outcome = key, why, outcome
+        super().__init__(f"arbiter: guard {key!r}: the effect happened and was recorded succeeded, but {why}")
 
 
 class ReportError(ArbiterError):
@@ -240,9 +270,11 @@ class Retriable(Exception):
 
 class Unknown(Exception):
     """Raise it from a guarded function when the effect may have happened
-    (a timeout, a lost answer): nothing is recorded, a note tells the
-    operators why, and the action is held for a person once its lease
-    passes. Recording "failed" instead would claim nothing happened."""
+    (a timeout, a lost answer), whatever the tool's classification would
+    say: the attempt is reported outcome_unknown, the action is timed_out
+    at once, and a lookup, then a person, finds out. Recording "failed"
+    instead would claim nothing happened. (An exception of no known kind
+    is treated so too.)"""
 
 
 class Replayed(Exception):

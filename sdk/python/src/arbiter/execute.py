@@ -9,7 +9,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple, Type
+from typing import TYPE_CHECKING, Any, Callable, Collection, Generic, Optional, Tuple, Type, TypeVar
 
 from .errors import (
     APIError,
@@ -23,12 +23,12 @@ from .errors import (
     OutcomeUnknownError,
     PendingApprovalError,
     ReportError,
-    Retriable,
-    Unknown,
+    ResultNotSavedError,
     UnreachableError,
     is_unavailable,
 )
 from .heartbeat import DEFAULT_LEASE, Heartbeats
+from .outcomes import Classification, Classifier, classify_exception
 from .types import (
     COMPENSATE,
     COMPENSATION_REQUESTED,
@@ -86,12 +86,16 @@ class Attempt:
         self.result, self.external_ref = result, external_ref
 
 
-@dataclass
-class Done:
-    """What a guarded function may return to name the effect's id in the
-    downstream system (a refund id) besides its result."""
+R = TypeVar("R")
 
-    result: Any = None
+
+@dataclass
+class Done(Generic[R]):
+    """What a guarded function may return to name the effect's id in the
+    downstream system (a refund id) besides its result. A decorated
+    function that returns ``Done[R]`` is called as returning R."""
+
+    result: R = None  # type: ignore[assignment]
     external_ref: Optional[str] = None
 
 
@@ -132,6 +136,17 @@ class Spec:
     approval_wait: float = 0  # how long to wait for people's decision
     retriable: ExcTypes = ()  # exception types recorded as retriable failures
     unknown: ExcTypes = ()  # exception types that leave the outcome unknown
+    # HTTP statuses of the downstream that prove the effect did not happen
+    # (read from the exception's status, status_code or code, or its
+    # response's): recorded failed. Any other status is outcome_unknown.
+    not_done_statuses: Collection[int] = ()
+    # Replaces the rule of sdk/vectors.json "outcomes": the exception →
+    # "failed", "failed_retriable" or "outcome_unknown" (see arbiter.outcomes).
+    classify: Optional[Classifier] = None
+    # Turns the function's result into the JSON the ledger saves (an SDK's
+    # response object → a dict); the call returns what was saved, as a
+    # replay does.
+    serialize: Optional[Callable[[Any], Any]] = None
 
     def lease(self) -> float:
         return self.timeout if self.timeout > 0 else DEFAULT_LEASE
@@ -182,12 +197,17 @@ def run(client: Client, spec: Spec, fn: Callable[[Attempt], Any], answer: Option
     - compensate: runs spec.compensate under the compensation's lease and
       reports compensated, or compensation_failed with its exception.
 
-    An exception from fn is recorded as failed (retriable if it is a
-    Retriable or one of spec.retriable) and raised again. An Unknown (or one
-    of spec.unknown), or any exception after the lease was lost, leaves the
-    outcome unknown: nothing is reported, OutcomeUnknownError is raised. A
-    BaseException that is not an Exception (KeyboardInterrupt) stops the
-    heartbeats and passes through, reporting nothing.
+    An exception from fn is classified (sdk/vectors.json "outcomes", see
+    arbiter.outcomes): one that proves the effect did not happen (NotDone,
+    Retriable or one of spec.retriable, a refused connection, a status of
+    spec.not_done_statuses) is recorded failed and raised again; any other
+    (a timeout, a lost connection, Unknown, an exception of no known kind)
+    is recorded outcome_unknown, the action is timed_out at once, and
+    OutcomeUnknownError is raised: the next call for the key gets HeldError
+    until a lookup or a person resolves it. spec.classify replaces the rule.
+    After the lease was lost nothing is reported. A BaseException that is
+    not an Exception (KeyboardInterrupt) stops the heartbeats and passes
+    through, reporting nothing.
 
     ``answer`` is the ledger's answer to this call's intent when the caller
     already asked (ask), as a framework's approval check does: the intent
@@ -238,7 +258,9 @@ def ask(client: Client, spec: Spec) -> EntryResult:
                             compensation=a.status == COMPENSATION_REQUESTED)
         if res.outcome == PENDING_APPROVAL:
             if int(spec.approval_wait - (time.monotonic() - start)) <= 0:
-                raise PendingApprovalError(a.id, spec.key, client.action_url(a.id), time.monotonic() - start)
+                failing = [f"{p.name}: {p.error}" for p in (a.approval.policies if a.approval else []) if p.error]
+                raise PendingApprovalError(a.id, spec.key, client.action_url(a.id), time.monotonic() - start,
+                                           failing)
             # Ask again, waiting on the server for the decision.
         elif res.outcome == DENIED:
             ap = a.approval
@@ -276,38 +298,70 @@ def replayed(spec: Spec, res: EntryResult) -> Outcome:
 
 def finish_ok(client: Client, spec: Spec, a: Attempt, value: Any) -> Outcome:
     """Records the success of attempt a, even if the caller stopped waiting:
-    the effect happened."""
+    the effect happened. The outcome's result is what the ledger saved (the
+    JSON of the result, after spec.serialize), so that this call and every
+    replay return the same. A result that cannot be saved (not JSON, too
+    large) is left out of the record and raises ResultNotSavedError, once
+    the success is recorded."""
     result, ref = (value.result, value.external_ref) if isinstance(value, Done) else (value, None)
     e = spec.entry("succeeded", a.number)
-    e.result = _kept(spec.key, "result", result)
+    saved, problem = _saved(spec, result)
+    e.result = saved
     e.external_ref = ref or None
     stored = report(client, a, e)
-    return Outcome(key=spec.key, ran=True, attempt=a.number, action=stored.action, result=result, external_ref=ref)
+    out = Outcome(key=spec.key, ran=True, attempt=a.number, action=stored.action, result=saved, external_ref=ref)
+    if problem:
+        raise ResultNotSavedError(spec.key, problem, out)
+    return out
 
 
 def finish_failed(client: Client, spec: Spec, a: Attempt, exc: Exception, compensation: bool = False) -> None:
-    """Records what an exception of the function says about the effect, and
-    raises: the function's exception once the failure is recorded,
-    OutcomeUnknownError when the effect may have happened, ReportError when
-    the failure could not be recorded."""
-    lost = a.lease_lost.is_set()
-    unknown = isinstance(exc, Unknown) or isinstance(exc, spec.unknown)
-    if lost or unknown:
-        if not lost:
-            # Best effort: the operator who finds the action timed out
-            # learns why.
+    """Records what an exception of the function says about the effect
+    (sdk/vectors.json "outcomes": see arbiter.outcomes), and raises: the
+    function's exception once a failure that proves nothing happened is
+    recorded; OutcomeUnknownError when the effect may have happened (the
+    attempt is reported outcome_unknown, so the action is timed_out at once
+    and goes to a lookup, then a person); ReportError when a failure could
+    not be recorded. After a lost lease nothing is reported."""
+    if a.lease_lost.is_set():
+        # The attempt is no longer this caller's: as if the process died.
+        raise OutcomeUnknownError(a.action_id, a.key, a.number, compensation=compensation) from exc
+    c = classify_exception(exc, spec.classify, spec.not_done_statuses, spec.retriable, spec.unknown)
+    text = _outcome_text(exc, c)
+    if c.outcome == "outcome_unknown":
+        if compensation:
+            # The ledger has no outcome_unknown for a compensation: the
+            # compensation's lease passes and a person decides; the note
+            # tells them why.
             note = spec.entry("note", a.number)
-            note.message = ("compensation outcome unknown: " if compensation else "outcome unknown: ") + error_text(exc)
+            note.message = "compensation outcome unknown: " + text
             try:
                 client.submit(note)
             except ArbiterError:
                 pass
-        raise OutcomeUnknownError(a.action_id, a.key, a.number, compensation=compensation) from exc
+            raise OutcomeUnknownError(a.action_id, a.key, a.number, compensation=True) from exc
+        e = spec.entry("outcome_unknown", a.number)
+        e.error = text
+        try:
+            stored = report(client, a, e)
+        except ArbiterError:
+            # Not recorded: the lease passes, and the action times out all
+            # the same.
+            raise OutcomeUnknownError(a.action_id, a.key, a.number) from exc
+        raise OutcomeUnknownError(a.action_id, a.key, a.number, reported=True, action=stored.action) from exc
     e = spec.entry("compensation_failed" if compensation else "failed", a.number)
-    e.error = error_text(exc)
-    e.retriable = isinstance(exc, Retriable) or isinstance(exc, spec.retriable)
+    e.error = text
+    e.retriable = c.retriable
     report(client, a, e)  # a ReportError here is raised with exc as its context
     raise exc
+
+
+def _outcome_text(exc: BaseException, c: Classification) -> str:
+    """The entry's error: the classification's text for timeouts and lost
+    connections ("timeout: …"), else the exception with its type."""
+    if c.error.startswith(("timeout", "connection lost")):
+        return _clean(c.error)
+    return error_text(exc)
 
 
 def compensate(client: Client, spec: Spec, res: EntryResult) -> Outcome:
@@ -371,26 +425,37 @@ def retryable(err: ArbiterError) -> bool:
 def error_text(exc: BaseException) -> str:
     """The exception as the ledger accepts it: non-empty, without NUL, short
     enough to store."""
-    msg = str(exc).replace("\x00", "")
-    text = f"{type(exc).__name__}: {msg}" if msg.strip() else f"{type(exc).__name__} with an empty message"
+    msg = str(exc)
+    return _clean(f"{type(exc).__name__}: {msg}" if msg.strip() else f"{type(exc).__name__} with an empty message")
+
+
+def _clean(text: str) -> str:
+    text = text.replace("\x00", "")
     raw = text.encode("utf-8", "replace")
     if len(raw) > MAX_ERROR_BYTES:
         text = raw[:MAX_ERROR_BYTES].decode("utf-8", "ignore") + "…"
     return text
 
 
-def _kept(key: str, what: str, v: Any) -> Any:
-    """v if the ledger can keep it; else nothing, with a warning: saving
-    the success matters more than saving its details."""
-    if v is None:
-        return None
+def _saved(spec: Spec, result: Any) -> Tuple[Any, str]:
+    """What the ledger saves of result (after spec.serialize), as the ledger
+    will answer it (a JSON round trip), or None and why it cannot be saved:
+    the success is still recorded, since that the effect happened matters
+    more than its details."""
+    if spec.serialize is not None and result is not None:
+        try:
+            result = spec.serialize(result)
+        except Exception as err:  # the effect happened: record it all the same
+            return None, f"serialize raised {type(err).__name__}: {err}"
+    if result is None:
+        return None, ""
     try:
-        size = len(json.dumps(v, ensure_ascii=False, allow_nan=False).encode("utf-8"))
+        text = json.dumps(result, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as err:
-        log.warning("arbiter: guard %r: the %s is not JSON and was not saved: %s", key, what, err)
-        return None
+        how = "" if spec.serialize is not None else (
+            "; pass serialize= to the guard (say, serialize=lambda r: r.to_dict()), or return arbiter.Done(json_value)")
+        return None, f"the result ({type(result).__name__}) is not JSON: {err}{how}"
+    size = len(text.encode("utf-8"))
     if size > MAX_RESULT_BYTES:
-        log.warning("arbiter: guard %r: the %s is %d bytes, over the %d the ledger keeps; it was not saved",
-                    key, what, size, MAX_RESULT_BYTES)
-        return None
-    return v
+        return None, f"the result is {size} bytes, over the {MAX_RESULT_BYTES} the ledger keeps"
+    return json.loads(text), ""

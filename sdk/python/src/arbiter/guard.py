@@ -9,11 +9,28 @@ import inspect
 import os
 import threading
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, Optional, Type, TypeVar, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Awaitable,
+    Callable,
+    Collection,
+    Concatenate,
+    Coroutine,
+    Dict,
+    Optional,
+    ParamSpec,
+    Type,
+    TypeVar,
+    Union,
+    overload,
+)
 
 from . import execute
 from .errors import ArbiterError, Compensated, Replayed
-from .execute import Attempt, Outcome, Spec
+from .execute import Attempt, Done, Outcome, Spec
+from .heartbeat import Heartbeats
+from .outcomes import Classifier
 from .types import COMPENSATE, PROCEED, EntryResult
 
 if TYPE_CHECKING:
@@ -21,7 +38,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Guard", "guard", "configure", "default_client"]
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
+S = TypeVar("S")
+# What an async def returns when called.
+Co = Coroutine[Any, Any, R]
 
 _default: Optional[Client] = None
 _default_lock = threading.Lock()
@@ -73,18 +94,26 @@ class Guard:
         approval_wait: float = 0,
         retriable: execute.ExcTypes = (),
         unknown: execute.ExcTypes = (),
+        not_done_statuses: Collection[int] = (),
+        classify: Optional[Classifier] = None,
+        serialize: Optional[Callable[[Any], Any]] = None,
         client: Optional[Client] = None,
     ) -> None:
+        if classify is not None and not callable(classify):
+            raise TypeError(f"arbiter: guard {tool!r}: classify must be a callable, not {type(classify).__name__}")
+        if serialize is not None and not callable(serialize):
+            raise TypeError(f"arbiter: guard {tool!r}: serialize must be a callable, not {type(serialize).__name__}")
         self._key, self._params, self._reference = key, params, reference
         self._options: Dict[str, Any] = dict(
             tool=tool, effect=effect, timeout=timeout, agent=agent, run_id=run_id, wait=wait, key_ttl=key_ttl,
             compensate=compensate, require_approval=require_approval, approval_wait=approval_wait,
-            retriable=tuple(retriable), unknown=tuple(unknown))
+            retriable=tuple(retriable), unknown=tuple(unknown), not_done_statuses=tuple(not_done_statuses),
+            classify=classify, serialize=serialize)
         self._client = client
         # State of one use as a context manager.
         self._attempt: Optional[Attempt] = None
         self._spec: Optional[Spec] = None
-        self._hb: Optional[execute.Heartbeats] = None
+        self._hb: Optional[Heartbeats] = None
 
     @property
     def client(self) -> Client:
@@ -104,43 +133,91 @@ class Guard:
         return Spec(key=key, params=params, reference=ref, **self._options)
 
     # --- decorator ---
+    # The overloads say what a call returns: what the function returns, a
+    # Done's result for a function that returns Done[R], and for an async
+    # def the same, awaited. A parameter ``attempt: Attempt`` (first, or
+    # right after self or cls) is not the caller's to pass.
 
-    def __call__(self, fn: F) -> F:
+    @overload
+    def __call__(self, fn: Callable[Concatenate[Attempt, P], Co[Done[R]]]) -> Callable[P, Co[R]]: ...
+    @overload
+    def __call__(self, fn: Callable[Concatenate[Attempt, P], Co[R]]) -> Callable[P, Co[R]]: ...
+    @overload
+    def __call__(self, fn: Callable[Concatenate[Attempt, P], Done[R]]) -> Callable[P, R]: ...
+    @overload
+    def __call__(self, fn: Callable[Concatenate[Attempt, P], R]) -> Callable[P, R]: ...  # type: ignore[overload-overlap]
+    @overload
+    def __call__(self, fn: Callable[Concatenate[S, Attempt, P], Co[Done[R]]]) -> Callable[Concatenate[S, P], Co[R]]: ...  # type: ignore[overload-overlap]
+    @overload
+    def __call__(self, fn: Callable[Concatenate[S, Attempt, P], Co[R]]) -> Callable[Concatenate[S, P], Co[R]]: ...  # type: ignore[overload-overlap]
+    @overload
+    def __call__(self, fn: Callable[Concatenate[S, Attempt, P], Done[R]]) -> Callable[Concatenate[S, P], R]: ...  # type: ignore[overload-overlap]
+    @overload
+    def __call__(self, fn: Callable[Concatenate[S, Attempt, P], R]) -> Callable[Concatenate[S, P], R]: ...
+    @overload
+    def __call__(self, fn: Callable[P, Co[Done[R]]]) -> Callable[P, Co[R]]: ...
+    @overload
+    def __call__(self, fn: Callable[P, Co[R]]) -> Callable[P, Co[R]]: ...
+    @overload
+    def __call__(self, fn: Callable[P, Done[R]]) -> Callable[P, R]: ...
+    @overload
+    def __call__(self, fn: Callable[P, R]) -> Callable[P, R]: ...
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """Decorates fn so that each call is guarded: the key (and by
         default the params) come from the call's arguments. A parameter
         named ``attempt`` receives the Attempt (its key is the downstream's
-        idempotency key) and is not part of the params. A call returns fn's
-        result, or on a replay the saved result without calling fn; raises
-        Compensated when the call undid the effect instead."""
+        idempotency key) and is not the caller's to pass; a first parameter
+        named ``self`` or ``cls`` (a method) is passed through but is not
+        part of the params, nor of the arguments ``key``, ``params`` and
+        ``reference`` get. A call returns fn's result as the ledger saved it
+        (a Done's result; JSON, after ``serialize``), or on a replay the
+        saved result without calling fn; raises Compensated when the call
+        undid the effect instead."""
         sig = inspect.signature(fn)
+        names = list(sig.parameters)
         takes_attempt = "attempt" in sig.parameters
+        # A method: its instance (or class) is how it is reached, not what
+        # the action does.
+        bound_to = names[0] if names and names[0] in ("self", "cls") else None
+        shown = sig.replace(parameters=[p for n, p in sig.parameters.items() if n != "attempt"])
 
-        def arguments(args: Any, kwargs: Any) -> Dict[str, Any]:
-            bound = sig.bind_partial(*args, **kwargs)
+        def prepared(args: Any, kwargs: Any) -> "tuple[Dict[str, Any], Callable[[Attempt], Any]]":
+            try:
+                bound = shown.bind(*args, **kwargs)
+            except TypeError as err:
+                raise TypeError(f"{getattr(fn, '__qualname__', fn)}(): {err}") from None
             bound.apply_defaults()
-            out = dict(bound.arguments)
-            out.pop("attempt", None)
-            return out
+            arguments = dict(bound.arguments)
+            if bound_to is not None:
+                arguments.pop(bound_to, None)
+
+            def call(a: Attempt) -> Any:
+                values = dict(bound.arguments)
+                if takes_attempt:
+                    values["attempt"] = a
+                full = inspect.BoundArguments(sig, values)
+                return fn(*full.args, **full.kwargs)
+
+            return arguments, call
 
         if inspect.iscoroutinefunction(fn):
             @functools.wraps(fn)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                def call(a: Attempt) -> Awaitable[Any]:
-                    return fn(*args, **kwargs, **({"attempt": a} if takes_attempt else {}))
-
-                out = await arun(self.client, self.spec(arguments(args, kwargs)), call)
+                arguments, call = prepared(args, kwargs)
+                out = await arun(self.client, self.spec(arguments), call)
                 return _returned(out)
 
-            return async_wrapper  # type: ignore[return-value]
+            async_wrapper.__signature__ = shown  # type: ignore[attr-defined]
+            return async_wrapper
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            def call(a: Attempt) -> Any:
-                return fn(*args, **kwargs, **({"attempt": a} if takes_attempt else {}))
+            arguments, call = prepared(args, kwargs)
+            return _returned(execute.run(self.client, self.spec(arguments), call))
 
-            return _returned(execute.run(self.client, self.spec(arguments(args, kwargs)), call))
-
-        return wrapper  # type: ignore[return-value]
+        wrapper.__signature__ = shown  # type: ignore[attr-defined]
+        return wrapper
 
     # --- context manager ---
 
@@ -206,6 +283,9 @@ def guard(
     approval_wait: float = 0,
     retriable: execute.ExcTypes = (),
     unknown: execute.ExcTypes = (),
+    not_done_statuses: Collection[int] = (),
+    classify: Optional[Classifier] = None,
+    serialize: Optional[Callable[[Any], Any]] = None,
     client: Optional[Client] = None,
 ) -> Guard:
     """Guards one side effect: the intent is recorded under ``key`` first,
@@ -226,14 +306,25 @@ def guard(
     undoes the effect when an operator asks (returns the undoing's id).
     ``require_approval`` holds the first intent for a person;
     ``approval_wait`` waits for the decision (Prefer: wait).
-    ``retriable`` and ``unknown``: exception types that mean "did not
-    happen, may try again" and "may have happened" (see Retriable and
-    Unknown). ``client``: default arbiter.configure's, or one from
+    What an exception of the function means (sdk/vectors.json "outcomes",
+    see arbiter.outcomes): ``failed`` only when it proves the effect did
+    not happen (NotDone; Retriable or a type in ``retriable``: may try
+    again; a status in ``not_done_statuses``, say (400, 402, 404, 409, 422),
+    read from the exception's ``status``/``status_code``/``code`` or its
+    ``response``'s); ``outcome_unknown`` otherwise (timeouts, lost
+    connections, Unknown or a type in ``unknown``, anything else).
+    ``classify`` replaces the rule: exception → "failed",
+    "failed_retriable" or "outcome_unknown". ``serialize`` turns a result
+    that is not JSON (an SDK's response object) into the JSON the ledger
+    saves; the call returns what was saved, as a replay does. Without it a
+    result that is not JSON raises ResultNotSavedError (a TypeError) at the
+    first call. ``client``: default arbiter.configure's, or one from
     ARBITER_URL and ARBITER_API_KEY.
     """
     return Guard(tool=tool, key=key, effect=effect, params=params, timeout=timeout, reference=reference, agent=agent,
                  run_id=run_id, wait=wait, key_ttl=key_ttl, compensate=compensate, require_approval=require_approval,
-                 approval_wait=approval_wait, retriable=retriable, unknown=unknown, client=client)
+                 approval_wait=approval_wait, retriable=retriable, unknown=unknown,
+                 not_done_statuses=not_done_statuses, classify=classify, serialize=serialize, client=client)
 
 
 def _returned(out: Outcome) -> Any:
@@ -263,7 +354,7 @@ async def _run_async(client: Client, spec: Spec, a: Attempt, fn: Callable[[Attem
                      compensation: bool) -> Outcome:
     loop = asyncio.get_running_loop()
     task = asyncio.ensure_future(fn(a))
-    hb = execute.start_heartbeats(client, spec, a, on_lost=lambda: loop.call_soon_threadsafe(task.cancel))
+    hb = execute.start_heartbeats(client, spec, a, on_lost=lambda: _ignore(loop.call_soon_threadsafe(task.cancel)))
     try:
         value = await task
     except asyncio.CancelledError as cancelled:
@@ -281,3 +372,7 @@ async def _run_async(client: Client, spec: Spec, a: Attempt, fn: Callable[[Attem
     if compensation:
         return await asyncio.to_thread(execute.finish_compensated, client, spec, a, value)
     return await asyncio.to_thread(execute.finish_ok, client, spec, a, value)
+
+
+def _ignore(_: Any) -> None:
+    pass

@@ -19,7 +19,9 @@ import http.client
 import socket
 import urllib.error
 from dataclasses import dataclass
-from typing import Callable, Collection, Literal, Optional
+from typing import Callable, Collection, Literal, Optional, Tuple, Type
+
+from .errors import Retriable, Unknown
 
 __all__ = ["NotDone", "Classification", "Classifier", "classify_exception"]
 
@@ -74,10 +76,19 @@ def _message(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def default_kind(exc: BaseException, not_done_statuses: Collection[int] = ()) -> Kind:
-    """The rule of sdk/vectors.json "outcomes" without a tool's classifier."""
+def default_kind(exc: BaseException, not_done_statuses: Collection[int] = (),
+                 retriable: Tuple[Type[BaseException], ...] = (),
+                 unknown: Tuple[Type[BaseException], ...] = ()) -> Kind:
+    """The rule of sdk/vectors.json "outcomes" without a tool's classifier:
+    arbiter.Unknown (or one of the tool's ``unknown`` types) may have
+    happened; NotDone says itself; arbiter.Retriable (or one of the tool's
+    ``retriable`` types) did not happen and may be tried again."""
+    if isinstance(exc, Unknown) or (unknown and isinstance(exc, unknown)):
+        return "outcome_unknown"
     if isinstance(exc, NotDone):
         return "failed_retriable" if exc.retriable else "failed"
+    if isinstance(exc, Retriable) or (retriable and isinstance(exc, retriable)):
+        return "failed_retriable"
     inner = _unwrap(exc)
     if isinstance(inner, ConnectionRefusedError):
         return "failed_retriable"
@@ -90,9 +101,12 @@ def default_kind(exc: BaseException, not_done_statuses: Collection[int] = ()) ->
 
 
 def classify_exception(exc: BaseException, classify: Optional[Classifier] = None,
-                       not_done_statuses: Collection[int] = ()) -> Classification:
+                       not_done_statuses: Collection[int] = (),
+                       retriable: Tuple[Type[BaseException], ...] = (),
+                       unknown: Tuple[Type[BaseException], ...] = ()) -> Classification:
     """What to record for ``exc``: the tool's ``classify`` if given, else the
-    default rule with the tool's ``not_done_statuses``."""
+    default rule with the tool's ``not_done_statuses``, ``retriable`` and
+    ``unknown`` exception types."""
     kind: str
     if classify is not None:
         try:
@@ -102,7 +116,7 @@ def classify_exception(exc: BaseException, classify: Optional[Classifier] = None
         if kind not in ("failed", "failed_retriable", "outcome_unknown"):
             kind = "outcome_unknown"
     else:
-        kind = default_kind(exc, not_done_statuses)
+        kind = default_kind(exc, not_done_statuses, retriable, unknown)
     inner = _unwrap(exc)
     text = _message(exc)
     if isinstance(inner, _TIMEOUTS):

@@ -139,6 +139,10 @@ class ApprovalPolicy:
     id: str = ""
     name: str = ""
     version: int = 0
+    # Why the policy's condition failed at run time (a missing param, a
+    # type error): the intent was held anyway (fail closed). None when it
+    # evaluated.
+    error: Optional[str] = None
 
 
 @dataclass

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 from . import execute
-from .errors import APIError, ArbiterError, HeldError, InProgressError, Retriable
+from .errors import APIError, ArbiterError, HeldError, InProgressError, OutcomeUnknownError, Retriable
 from .execute import Attempt, Spec
 from .lookup import (
     LookupFunc,
@@ -242,9 +242,10 @@ class Worker:
             self.log.info("arbiter worker: another worker is running %s (attempt %d)", where, e.attempt)
         except HeldError as e:
             self.log.warning("arbiter worker: %s is held for an operator: %s", where, e.url)
-        except Exception as e:  # a handler's failure, recorded as failed when it ran
+        except Exception as e:  # a handler's failure, recorded as the guard classified it
             if ran:
-                self.log.warning("arbiter worker: ran %s and recorded failed: %s", where, e)
+                what = "its outcome is unknown" if isinstance(e, OutcomeUnknownError) else "recorded failed"
+                self.log.warning("arbiter worker: ran %s and %s: %s", where, what, e)
                 self._clear(a.id)
                 return
             self.log.warning("arbiter worker: could not handle %s: %s", where, e)

@@ -9,9 +9,26 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from ..errors import ArbiterError, DeniedError, FinishedError, HeldError, PendingApprovalError
+from typing import TYPE_CHECKING, Optional
 
-__all__ = ["model_message"]
+from ..errors import (
+    ArbiterError,
+    DeniedError,
+    FinishedError,
+    HeldError,
+    InProgressError,
+    KeyReusedError,
+    OutcomeUnknownError,
+    PendingApprovalError,
+    ReportError,
+    UnreachableError,
+)
+from ..messages import model_message
+
+if TYPE_CHECKING:
+    from ..client import Client
+
+__all__ = ["model_answer", "model_message"]
 
 
 def framework(module: str, install: str) -> ModuleType:
@@ -26,19 +43,49 @@ def framework(module: str, install: str) -> ModuleType:
                                   name=e.name) from e
 
 
-def model_message(err: ArbiterError) -> str:
-    """What a guarded tool tells the model when the ledger did not let the
-    call run, or its outcome is unknown: what happened and that calling
-    again will not change it, so the model reports to its user instead of
-    looping on the tool."""
-    if isinstance(err, HeldError):
-        head = "Not done now: an earlier attempt's outcome is unknown and a person decides."
-    elif isinstance(err, PendingApprovalError):
-        head = "Not done yet: this call waits for a person's approval."
-    elif isinstance(err, DeniedError):
-        head = "Refused: a person rejected this call, or its approval expired. It will not run."
-    elif isinstance(err, FinishedError):
-        head = "Not done: this action ended before without its effect, and it is not run again."
-    else:
-        head = "Not done:"
-    return f"{head} {err}"
+def model_answer(err: BaseException, client: Optional[Client] = None) -> Optional[str]:
+    """What a guarded tool tells the model (sdk/vectors.json
+    "model_messages", the same texts as the TypeScript adapters) when the
+    ledger did not let the call run now, or its outcome is unknown: what
+    happened and what to tell the user, never an invitation to call again.
+    The error's own message is the detail; ``client`` gives the action's
+    link where the error has none. None for an error that is not the
+    guard's (or one it caused)."""
+    e = _answer_in(err)
+    if e is None:
+        return None
+
+    def url(action_id: str) -> Optional[str]:
+        return client.action_url(action_id) if client is not None and action_id else None
+
+    detail = str(e)
+    if isinstance(e, PendingApprovalError):
+        return model_message("pending_approval", detail, e.url)
+    if isinstance(e, DeniedError):
+        return model_message("denied", detail, e.url)
+    if isinstance(e, HeldError):
+        return model_message("held", detail, e.url)
+    if isinstance(e, InProgressError):
+        return model_message("in_progress", detail, url(e.action_id))
+    if isinstance(e, (OutcomeUnknownError, ReportError)):
+        return model_message("outcome_unknown", detail, url(e.action_id))
+    if isinstance(e, FinishedError):
+        return model_message("finished", detail, url(e.action.id))
+    if isinstance(e, KeyReusedError):
+        a = e.result.action if e.result is not None else None
+        return model_message("key_reused", detail, url(a.id) if a is not None else None)
+    if isinstance(e, UnreachableError):
+        return model_message("failed", detail)
+    return detail
+
+
+def _answer_in(err: BaseException) -> Optional[ArbiterError]:
+    """The guard's answer in err or what caused it (a framework may wrap it)."""
+    seen = 0
+    e: Optional[BaseException] = err
+    while e is not None and seen < 8:
+        if isinstance(e, ArbiterError):
+            return e
+        e = e.__cause__
+        seen += 1
+    return None

@@ -17,15 +17,21 @@ answered from Arbiter's approvals.
         result = await Runner.run(agent, state)
 
 Each call of the tool is one guarded call: the intent is recorded under the
-key (from the model's arguments, as the decorator's ``key`` says), the
-function runs only on proceed, and its outcome is reported. The framework
-asks ``needs_approval`` first; the adapter answers it by recording the
-intent: an intent a policy holds (or ``require_approval``) pauses the run
-with the framework's own interruption, any other answer lets the call go on
-with that answer (the intent is not sent twice). ``decide`` turns what
-people decided in Arbiter into the run state's approvals. A framework
-approval without Arbiter's is not enough: the call asks the ledger again and
-refuses while the action awaits approval.
+key (from the model's arguments, as the decorator's ``key`` says) when the
+tool really runs, that is in the tool's invocation, after the framework's
+tool input guardrails, so a call a guardrail rejects leaves nothing in
+Arbiter. The function runs only on proceed, and its outcome is reported.
+The framework asks ``needs_approval`` before the guardrails, for calls it
+may then drop, so ``needs_approval`` only reads the action: true while
+Arbiter holds it for approval (and once people decided), false for a key
+the ledger has not seen. A first call that a policy (or
+``require_approval``) holds therefore records its intent and tells the
+model it waits for approval; the next call with the same key pauses the
+run with the framework's own interruption, and ``decide`` turns what people
+decided in Arbiter into the run state's approvals. A framework approval
+without Arbiter's is not enough: the call asks the ledger again and tells
+the model it still waits. What the model is told comes from
+sdk/vectors.json "model_messages" (arbiter.messages).
 
 The framework is imported when a tool is made, never by ``import
 arbiter``.
@@ -36,17 +42,18 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import threading
 import time
 import typing
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Collection, Dict, List, Optional, Union
 
 from .. import execute
-from ..errors import APIError, ArbiterError, Compensated, PendingApprovalError
+from ..errors import APIError, PendingApprovalError
 from ..execute import Attempt, Spec
 from ..guard import Guard, arun
-from ..types import AWAITING_APPROVAL, DENIED, EntryResult
-from . import framework, model_message
+from ..messages import model_message
+from ..outcomes import Classifier
+from ..types import APPROVED, AWAITING_APPROVAL, COMPENSATED, CONFIRMED, DENIED
+from . import framework, model_answer
 
 if TYPE_CHECKING:
     from agents import FunctionTool, RunContextWrapper, RunState, ToolApprovalItem
@@ -68,9 +75,13 @@ def guarded_tool(
     key_ttl: float = 0,
     compensate: Optional[Callable[[Attempt], Any]] = None,
     require_approval: bool = False,
+    approval_wait: float = 0,
     wait: float = 0,
     retriable: execute.ExcTypes = (),
     unknown: execute.ExcTypes = (),
+    not_done_statuses: Collection[int] = (),
+    classify: Optional[Classifier] = None,
+    serialize: Optional[Callable[[Any], Any]] = None,
     client: Optional[Client] = None,
     **function_tool_options: Any,
 ) -> Callable[[Callable[..., Any]], FunctionTool]:
@@ -88,7 +99,8 @@ def guarded_tool(
     def decorate(fn: Callable[..., Any]) -> FunctionTool:
         g = Guard(tool=tool, key=key, effect=effect, params=params, timeout=timeout, reference=reference,
                   agent=agent, key_ttl=key_ttl, compensate=compensate, require_approval=require_approval,
-                  wait=wait, retriable=retriable, unknown=unknown, client=client)
+                  approval_wait=approval_wait, wait=wait, retriable=retriable, unknown=unknown,
+                  not_done_statuses=not_done_statuses, classify=classify, serialize=serialize, client=client)
         guarded = _Guarded(g, fn)
         function_tool_options.setdefault("failure_error_function", tool_error)
         ft = function_tool(guarded.tool_function(), needs_approval=guarded.needs_approval, **function_tool_options)
@@ -99,16 +111,12 @@ def guarded_tool(
 
 
 class _Guarded:
-    """One guarded tool: its Guard, the user's function, and the answers to
-    intents that needs_approval recorded, by call id, for the call to go on
-    from."""
+    """One guarded tool: its Guard and the user's function."""
 
     def __init__(self, g: Guard, fn: Callable[..., Any]) -> None:
         self.guard, self.fn = g, fn
         self.signature = inspect.signature(fn)
         self.takes_attempt = "attempt" in self.signature.parameters
-        self._lock = threading.Lock()
-        self._answers: Dict[str, Union[EntryResult, Exception]] = {}
 
     def spec(self, raw: Union[str, Dict[str, Any], None]) -> Spec:
         """The Spec of a call from the model's arguments (JSON text or the
@@ -122,29 +130,17 @@ class _Guarded:
         return self.guard.spec(dict(bound.arguments))
 
     async def needs_approval(self, ctx: RunContextWrapper[Any], params: Dict[str, Any], call_id: str) -> bool:
-        """The framework's approval check: records the intent. Pending
-        approval pauses the run; any other answer (or error) is kept for the
-        call, which goes on from it."""
-        with self._lock:
-            if call_id in self._answers:
-                return False  # asked already (a resumed run)
+        """The framework's approval check, asked before the tool's input
+        guardrails: it only reads. True while the action awaits people's
+        approval in Arbiter, and once they approved or denied it (the
+        framework's approval then carries Arbiter's answer, see decide);
+        false for a key the ledger has not seen (the call records the
+        intent), and when Arbiter cannot be asked (the call fails closed)."""
         try:
-            res: Union[EntryResult, Exception] = await asyncio.to_thread(
-                execute.ask, self.guard.client, self.spec(params))
-        except PendingApprovalError:
-            return True
-        except Exception as err:  # the call raises it, and the model is told
-            res = err
-        with self._lock:
-            self._answers[call_id] = res
-        return False
-
-    def _answer(self, call_id: str) -> Optional[EntryResult]:
-        with self._lock:
-            got = self._answers.pop(call_id, None)
-        if isinstance(got, Exception):
-            raise got
-        return got
+            a = await asyncio.to_thread(self.guard.client.action_by_key, self.spec(params).key)
+        except Exception:
+            return False
+        return a.status in (AWAITING_APPROVAL, APPROVED, DENIED)
 
     def tool_function(self) -> Callable[..., Any]:
         """A function for agents.function_tool: the user's signature without
@@ -164,18 +160,27 @@ class _Guarded:
 
         if inspect.iscoroutinefunction(fn):
             async def call_async(tc: ToolContext[Any], *args: Any, **kwargs: Any) -> Any:
-                spec, answer = self.spec(tc.tool_arguments), self._answer(tc.tool_call_id)
-                out = await arun(self.guard.client, spec, lambda a: fn(*args, **kwargs, **extra(a)), answer)
-                return _returned(out)
+                # The tool really runs now (after the input guardrails):
+                # the intent is recorded here and nowhere else.
+                c = self.guard.client
+                try:
+                    out = await arun(c, self.spec(tc.tool_arguments), lambda a: fn(*args, **kwargs, **extra(a)))
+                except PendingApprovalError as err:
+                    return model_answer(err, c)
+                return _returned(out, c)
 
             wrapper: Callable[..., Any] = call_async
         else:
             def call(tc: ToolContext[Any], *args: Any, **kwargs: Any) -> Any:
                 # The framework runs a plain function in a thread: the
-                # requests may block.
-                spec, answer = self.spec(tc.tool_arguments), self._answer(tc.tool_call_id)
-                out = execute.run(self.guard.client, spec, lambda a: fn(*args, **kwargs, **extra(a)), answer)
-                return _returned(out)
+                # requests may block. The intent is recorded here, once the
+                # tool really runs.
+                c = self.guard.client
+                try:
+                    out = execute.run(c, self.spec(tc.tool_arguments), lambda a: fn(*args, **kwargs, **extra(a)))
+                except PendingApprovalError as err:
+                    return model_answer(err, c)
+                return _returned(out, c)
 
             wrapper = call
         for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
@@ -187,18 +192,25 @@ class _Guarded:
         return wrapper
 
 
-def _returned(out: execute.Outcome) -> Any:
-    if out.compensated:
-        raise Compensated(out)
+def _returned(out: execute.Outcome, client: Client) -> Any:
+    """What the model gets for a call that ran or replayed: the result, or
+    a sentence when there is none to give (a confirm without a result, a
+    compensation)."""
+    if out.compensated or (out.action is not None and out.action.status == COMPENSATED and not out.ran):
+        return model_message("compensated")
+    if not out.ran and out.result is None and out.action is not None and out.action.status == CONFIRMED:
+        return model_message("confirmed_without_result")
     return out.result
 
 
 def tool_error(ctx: RunContextWrapper[Any], error: Exception) -> str:
     """The default failure_error_function of a guarded tool: what the
-    ledger said, when it did not let the call run (held, awaiting approval,
-    denied, unreachable …); the framework's default message otherwise."""
-    if isinstance(error, ArbiterError):
-        return model_message(error)
+    ledger said, when it did not let the call run or its outcome is unknown
+    (held, awaiting approval, denied, unreachable …), in the words of
+    sdk/vectors.json "model_messages"; the framework's default otherwise."""
+    told = model_answer(error)
+    if told is not None:
+        return told
     from agents.tool import default_tool_error_function
 
     return default_tool_error_function(ctx, error)
@@ -236,10 +248,9 @@ async def decide(state: RunState[Any], *, wait: float = 0, client: Optional[Clie
                 still.append(item)
             elif a.status == DENIED:
                 rej = a.approval.rejection if a.approval is not None else None
-                why = (f"rejected by {rej.by.name}: {rej.reason}" if rej is not None
-                       else "its approval expired")
-                state.reject(item, rejection_message=f"Refused: a person decided in Arbiter ({why}). "
-                                                     f"It will not run ({c.action_url(a.id)}).")
+                why = (f"Arbiter: rejected by {rej.by.name}: {rej.reason}" if rej is not None
+                       else "Arbiter: the approval expired before anyone approved it")
+                state.reject(item, rejection_message=model_message("denied", why, c.action_url(a.id)))
             else:
                 # Approved, or moved on since (the call replays what it came to).
                 state.approve(item)

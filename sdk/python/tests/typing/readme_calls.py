@@ -1,0 +1,74 @@
+"""Checked by mypy --strict in run-tests, never run: the README's own
+decorated functions, called as the README calls them, have the types the
+calls really return (typing.assert_type fails on Any too)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, assert_type
+
+import arbiter
+
+
+class PSP:
+    def refund(self, order_id: str, amount_cents: int, idempotency_key: str) -> Dict[str, str]:
+        return {"id": "re_1"}
+
+
+psp = PSP()
+
+
+@arbiter.guard(tool="payments.refund", effect="keyed", timeout=60,
+               key=lambda order_id, **_: arbiter.key("refund", order_id))
+def refund(attempt: arbiter.Attempt, order_id: str, amount_cents: int) -> arbiter.Done[Dict[str, str]]:
+    r = psp.refund(order_id, amount_cents, idempotency_key=attempt.key)
+    return arbiter.Done({"refund_id": r["id"]}, external_ref=r["id"])
+
+
+assert_type(refund("order-8812", 4200), Dict[str, str])
+assert_type(refund(order_id="order-8812", amount_cents=4200), Dict[str, str])
+
+
+@arbiter.guard(tool="crm.set_tier", effect="idempotent", key=lambda customer, tier: arbiter.key("tier", customer, tier))
+async def set_tier(customer: str, tier: str) -> Dict[str, str]:
+    return {"customer": customer, "tier": tier}
+
+
+async def tiers() -> None:
+    assert_type(await set_tier("c1", "gold"), Dict[str, str])
+
+
+@arbiter.guard(tool="email.send", key=lambda to, **_: arbiter.key("welcome", to))
+async def send(attempt: arbiter.Attempt, to: str) -> arbiter.Done[str]:
+    return arbiter.Done("m_1", external_ref="m_1")
+
+
+async def sends() -> None:
+    assert_type(await send("ann@example.com"), str)
+
+
+class Desk:
+    """A method: self is passed through, and is not part of the params."""
+
+    @arbiter.guard(tool="tickets.open", key=lambda title: arbiter.key("ticket", title))
+    def open(self, attempt: arbiter.Attempt, title: str) -> int:
+        return 7
+
+    @arbiter.guard(tool="tickets.close", key=lambda ticket: arbiter.key("close", str(ticket)))
+    def close(self, ticket: int) -> bool:
+        return True
+
+
+assert_type(Desk().open("printer"), int)
+assert_type(Desk().close(7), bool)
+
+
+@arbiter.guard(tool="psp.charge", key="charge:1", serialize=lambda r: {"id": r.id}, not_done_statuses=(402, 422),
+               classify=lambda exc: "outcome_unknown")
+def charge(amount: int) -> Any:
+    return amount
+
+
+client = arbiter.Client("http://127.0.0.1:8080", "ak_x")
+with client.guard(key=arbiter.key("ticket", "c1"), tool="tickets.open", params={"title": "t"}) as attempt:
+    assert_type(attempt, arbiter.Attempt)
+    attempt.record({"ticket": 7}, external_ref="T-7")
