@@ -374,16 +374,53 @@ func ApprovalSummary(ap *record.Approval, now time.Time) string {
 }
 
 // RefusalText words a refused decision for the person in the decision
-// panel; the API's message (field names, codes) is kept for codes without a
-// wording of their own.
+// panel: what happened (nothing was written) and what to do next, never the
+// API's field names or codes. The API keeps its own message; it is shown
+// only for a refusal this list does not know.
 func RefusalText(code, message string) string {
 	switch code {
-	case "duplicate_risk_unacknowledged":
+	case services.CodeInvalid, services.CodeInvalidJSON:
+		return invalidDecisionText(message)
+	case services.CodeDuplicateRiskUnacknowledged:
 		return "Not retried: this retry counts as unkeyed, since the downstream would not recognise it as a repeat, so it may repeat the effect (a second refund, a second email). Check the downstream system, then tick the box to say you understand, and retry."
-	case "already_approved":
+	case services.CodeAlreadyApproved:
 		return "You already approved this action; it waits for someone else's yes."
-	case "approval_expired":
+	case services.CodeApprovalExpired:
 		return "Too late: the approval expired, so the action is denied and will never run."
+	case services.CodeApproverUnknown:
+		return "Not approved: an approval counts a person, and this request was not made as one. Approve signed in as yourself, or with an API key that has an owner."
+	case services.CodeVersionConflict:
+		return "Nothing was written: the action changed after you opened it. Read what changed, then decide again on the state it is in now."
+	case services.CodeInvalidTransition:
+		return "Nothing was written: this decision is not allowed in the state the action is in now (someone may have decided first). The panel below offers what you can decide now."
+	case services.CodeForbidden:
+		return "Nothing was written: you may read this action, but you may not decide in its namespace. An operator of the namespace or an admin can."
+	case services.CodeNotFound:
+		return "Nothing was written: this action is no longer there, or you may no longer see it."
+	case services.CodeConflict:
+		return "Nothing was written: the action is changing too fast to record your decision. Wait a moment and decide again."
+	case services.CodeUnavailable:
+		return "Nothing was written: the database cannot be reached right now. Wait a moment and decide again; nothing you saw recorded was lost."
+	case services.CodeBodyTooLarge:
+		return "Nothing was written: what you typed is too long to send. Shorten the reason or the result and decide again."
 	}
 	return message
+}
+
+// invalidDecisionText words a form the ledger refused as invalid, by the
+// field its message names (services.DecisionInput.Validate).
+func invalidDecisionText(message string) string {
+	switch {
+	case strings.Contains(message, "evidence for confirm"), strings.Contains(message, "applies to retry"):
+		// A field of another decision's form: the page is out of date.
+	case strings.Contains(message, `"reason" is required`):
+		return "Nothing was written: give a reason. It is kept in the ledger for whoever reads this action later."
+	case strings.Contains(message, `"reason"`):
+		return fmt.Sprintf("Nothing was written: the reason is too long or holds characters that cannot be kept. Keep it under %d bytes of plain text.", services.MaxReasonBytes)
+	case strings.Contains(message, `"result"`):
+		return `Nothing was written: the result must be JSON, such as {"refund": "re_123"}, of at most 64 KiB, or left empty.`
+	case strings.Contains(message, `"external_ref"`):
+		return "Nothing was written: the external reference must be one line of printable text of at most 255 bytes, or left empty."
+	}
+	return "Nothing was written: the form did not come from this page as it is now (a field is missing or belongs to another decision). Reload the page and decide again."
 }
