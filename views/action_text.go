@@ -155,7 +155,11 @@ func entrySummary(e *record.Entry) string {
 	case p.Answer != "":
 		s = AnswerText(p.Answer, p.Said)
 		if e.Type == record.TypeReconciled {
-			s = fmt.Sprintf("%s → %s (lookup #%d)", s, p.Status, p.LookupSeq)
+			to, ok := reconciledText[p.Status]
+			if !ok {
+				to = string(p.Status)
+			}
+			s = fmt.Sprintf("%s → %s (lookup #%d)", s, to, p.LookupSeq)
 		}
 	case e.Type == record.TypeLookup:
 		s = fmt.Sprintf("lookup lease of %s", time.Duration(p.Timeout*float64(time.Second)))
@@ -179,7 +183,7 @@ func entrySummary(e *record.Entry) string {
 	case e.Type == record.TypeIntent && p.Approval != nil:
 		s = heldIntentText(p.Tool, p.Approval)
 	case e.Type == record.TypeIntent && p.Tool != "":
-		s = "proceed with " + p.Tool
+		s = proceedText(p.Tool, e.Attempt)
 	}
 	if (e.Type == record.TypeLateResult || e.Type == record.TypeStaleOutcome || e.Type == record.TypeRejected) && p.Type != "" {
 		if s == "" {
@@ -188,6 +192,89 @@ func entrySummary(e *record.Entry) string {
 		return "carried: " + string(p.Type) + " — " + s
 	}
 	return s
+}
+
+// entrySummaryIn is entrySummary with what the rest of the timeline tells:
+// an intent recorded after a compensate decision, or a second intent for
+// the same attempt, was answered compensate (the ledger grants a proceed
+// only with a new attempt number, and after a compensate decision no
+// attempt runs again).
+func entrySummaryIn(v ActionView, e *record.Entry) string {
+	if e.Type == record.TypeIntent && e.Attempt != nil && compensationIntent(v.Entries, e) {
+		if p := payloadOf(e); p.Approval == nil && p.Tool != "" {
+			return fmt.Sprintf("compensate: the agent undoes attempt %d of %s; nothing runs again", *e.Attempt, p.Tool)
+		}
+	}
+	return entrySummary(e)
+}
+
+func compensationIntent(entries []*record.Entry, e *record.Entry) bool {
+	for _, o := range entries {
+		if o.Seq >= e.Seq {
+			continue
+		}
+		switch {
+		case o.Type == record.TypeDecision && payloadOf(o).Decision == record.DecisionCompensate:
+			return true
+		case o.Type == record.TypeIntent && o.Attempt != nil && *o.Attempt == *e.Attempt:
+			return true
+		}
+	}
+	return false
+}
+
+// proceedText is the line of an intent the ledger answered proceed.
+func proceedText(tool string, attempt *int) string {
+	switch {
+	case attempt == nil:
+		return "proceed: " + tool + " runs"
+	case *attempt > 1:
+		return fmt.Sprintf("proceed: %s runs again as attempt %d, with the same key", tool, *attempt)
+	}
+	return fmt.Sprintf("proceed: %s runs as attempt %d", tool, *attempt)
+}
+
+// decisionAnswerText says what a decision did to the action: the status it
+// led to and what the agent's next intent is answered. An approval counts
+// the yeses recorded up to it.
+func decisionAnswerText(v ActionView, e *record.Entry) string {
+	switch payloadOf(e).Decision {
+	case record.DecisionConfirm:
+		return "confirmed: the ledger records that the effect happened; later intents are answered replay and nothing runs again"
+	case record.DecisionRetry:
+		return "retry requested: the agent's next intent with this key is answered proceed, as a new attempt"
+	case record.DecisionCompensate:
+		return "compensation requested: the agent's next intent with this key is answered compensate, to undo the effect"
+	case record.DecisionMarkCompensated:
+		return "compensated: the operator undid the effect by hand; later intents are answered replay"
+	case record.DecisionAbandon:
+		return "abandoned: recorded as not done; later intents are answered replay and nothing runs"
+	case record.DecisionReject:
+		return "denied: later intents with this key are answered denied; nothing runs"
+	case record.DecisionApprove:
+		ap := v.Action.Approval
+		if ap == nil {
+			return "approval counted"
+		}
+		n := 0
+		for _, o := range v.Entries {
+			if o.Seq <= e.Seq && o.Type == record.TypeDecision && payloadOf(o).Decision == record.DecisionApprove {
+				n++
+			}
+		}
+		if n >= ap.Required {
+			return fmt.Sprintf("approved: %d of %d; the agent's next intent with this key runs attempt 1", n, ap.Required)
+		}
+		return fmt.Sprintf("approval counted: %d of %d; nothing runs until enough people approve", n, ap.Required)
+	}
+	return ""
+}
+
+// reconciledText says what a lookup's answer did to the action.
+var reconciledText = map[record.Status]string{
+	record.StatusConfirmed:      "confirmed, nothing runs again",
+	record.StatusRetryRequested: "retry requested, the next intent is answered proceed",
+	record.StatusTimedOut:       "still timed out, a person decides",
 }
 
 // heldIntentText is the line of an intent the ledger answered
