@@ -145,6 +145,7 @@ func (h *actionPages) view(c echo.Context) (views.ActionView, error) {
 		v.CSRF = s.CSRF
 		v.CanDecide = s.Principal().DecidesIn(a.Namespace)
 		v.Approved = services.HasApproved(a, s.Principal())
+		v.Admin = s.Principal().Role == services.RoleAdmin
 	}
 	return v, nil
 }
