@@ -66,8 +66,8 @@ func (h *actionPages) timeline(c echo.Context) error {
 // (the forms target the panel, so the answer is retargeted to the page's
 // live part). A refusal, whatever its code, stays in the panel: with htmx
 // the panel alone, saying why in words for a person, with the header
-// refreshed beside it; without JavaScript the action's page with the same
-// panel. Only an action that cannot be read at all leaves the page, and to
+// refreshed beside it (htmxRefusal); without JavaScript the action's page
+// with the same panel, under the refusal's status. Only an action that cannot be read at all leaves the page, and to
 // htmx even that is a panel.
 func (h *actionPages) decide(c echo.Context) error {
 	form, in := readDecision(c)
@@ -104,9 +104,18 @@ func (h *actionPages) decide(c echo.Context) error {
 	form.Error = views.RefusalText(e.Code, e.Message)
 	v.Form = form.DecisionForm
 	if isHTMX(c) {
-		return render(c, status, views.DecisionRefused(v))
+		return render(c, htmxRefusal(c, e.Code), views.DecisionRefused(v))
 	}
 	return h.show(c, status, v)
+}
+
+// htmxRefusal marks an answer to htmx as a refusal and gives its status:
+// 200, since the panel saying why is what the page asked for, and a 4xx
+// answer to a script is a failed load the browser reports as an error.
+// The refusal's code rides in the Arbiter-Refusal header.
+func htmxRefusal(c echo.Context, code string) int {
+	c.Response().Header().Set("Arbiter-Refusal", code)
+	return http.StatusOK
 }
 
 // panelUnreadable answers a decision on an action the user cannot read
@@ -118,7 +127,7 @@ func (h *actionPages) panelUnreadable(c echo.Context, err error) error {
 		return err
 	}
 	c.Set(logErrKey, err)
-	return render(c, status, views.DecisionPanelRefused(views.RefusalText(e.Code, e.Message)))
+	return render(c, htmxRefusal(c, e.Code), views.DecisionPanelRefused(views.RefusalText(e.Code, e.Message)))
 }
 
 // show answers the action's page, or only its live part to htmx.

@@ -562,7 +562,8 @@ func TestDecisionWithHTMX(t *testing.T) {
 
 		// A refusal is a fragment too, with the message.
 		p := send(url.Values{"decision": {"retry"}, "reason": {""}, "expected_version": {v.Get("expected_version")}, "csrf_token": {token}})
-		require.Equal(t, http.StatusBadRequest, p.status)
+		require.Equal(t, http.StatusOK, p.status, "a refusal is the panel htmx asked for")
+		require.Equal(t, "invalid", p.header.Get("Arbiter-Refusal"))
 		require.Equal(t, 0, p.doc.Find("html > head > title").Length()+p.doc.Find("header.topbar").Length(), "a fragment")
 		require.Equal(t, 1, p.testid("decision-error").Length())
 

@@ -42,6 +42,15 @@ func requirePanelFragment(t *testing.T, p page, want string) {
 	require.Contains(t, flatText(panel.Find(`[data-testid=decision-error]`)), want)
 }
 
+// requireRefusal checks how a refusal is answered to htmx: 200 (a failed
+// load would be an error in the browser's console) with the code in the
+// Arbiter-Refusal header.
+func requireRefusal(t *testing.T, p page, code string) {
+	t.Helper()
+	require.Equal(t, http.StatusOK, p.status)
+	require.Equal(t, code, p.header.Get("Arbiter-Refusal"))
+}
+
 // requirePanelOnPage checks that a no-JavaScript answer is the action page
 // with the refusal inside its panel.
 func requirePanelOnPage(t *testing.T, p page, want string) {
@@ -81,7 +90,7 @@ func TestRefusedDecisionStaysInThePanel(t *testing.T) {
 		// expected_version, as from a second tab's hand-made request).
 		again := url.Values{"decision": {"approve"}, "reason": {""}}
 		p = htmxPost(t, d.op, "/actions/"+held+"/decisions", again)
-		require.Equal(t, http.StatusConflict, p.status)
+		requireRefusal(t, p, services.CodeAlreadyApproved)
 		requirePanelFragment(t, p, "You already approved this action")
 		require.Equal(t, "You approved · waiting for 1 more", flatText(p.testid("decision-approved-by-you")))
 		p = d.op.post("/actions/"+held+"/decisions", again)
@@ -91,7 +100,7 @@ func TestRefusedDecisionStaysInThePanel(t *testing.T) {
 		// The same from a second tab that still shows Approve: the page is
 		// out of date, which the panel says, with what changed.
 		p = htmxPost(t, d.op, "/actions/"+held+"/decisions", approve)
-		require.Equal(t, http.StatusConflict, p.status)
+		requireRefusal(t, p, services.CodeVersionConflict)
 		requirePanelFragment(t, p, "changed after you opened")
 		require.Equal(t, 1, p.testid("decision-panel").Find(`[data-testid=conflict]`).Length(), "what changed is shown in the panel")
 
@@ -100,13 +109,13 @@ func TestRefusedDecisionStaysInThePanel(t *testing.T) {
 		d.timeOut()
 		bad := url.Values{"decision": {"mark_compensated"}, "reason": {"did it by hand"}}
 		p = htmxPost(t, d.op, "/actions/"+timedOut+"/decisions", bad)
-		require.Equal(t, http.StatusConflict, p.status)
+		requireRefusal(t, p, services.CodeInvalidTransition)
 		requirePanelFragment(t, p, "not allowed")
 		require.NotContains(t, flatText(p.testid("decision-error")), "allowed now: confirm", "the API's message is not shown")
 
 		// An unknown action is a fragment too.
 		p = htmxPost(t, d.op, "/actions/00000000-0000-4000-8000-000000000000/decisions", url.Values{"decision": {"abandon"}, "reason": {"x"}})
-		require.Equal(t, http.StatusNotFound, p.status)
+		requireRefusal(t, p, services.CodeNotFound)
 		require.NotContains(t, p.body, "<html")
 		require.Equal(t, 1, p.testid("decision-panel").Length(), p.body)
 		require.Contains(t, flatText(p.testid("decision-error")), "no longer there")
@@ -139,7 +148,7 @@ func TestViewerRefusalInThePanel(t *testing.T) {
 		requirePanelOnPage(t, p, "you may not decide")
 		require.Equal(t, 1, p.testid("decision-readonly").Length())
 		p = htmxPost(t, b, "/actions/"+id+"/decisions", url.Values{"decision": {"abandon"}, "reason": {"x"}})
-		require.Equal(t, http.StatusForbidden, p.status)
+		requireRefusal(t, p, services.CodeForbidden)
 		requirePanelFragment(t, p, "you may not decide")
 		s, _ := d.apiStatus(id)
 		require.Equal(t, "timed_out", s)
