@@ -67,8 +67,8 @@ func (h *actionPages) timeline(c echo.Context) error {
 // live part). A refusal, whatever its code, stays in the panel: with htmx
 // the panel alone, saying why in words for a person, with the header
 // refreshed beside it (htmxRefusal); without JavaScript the action's page
-// with the same panel, under the refusal's status. Only an action that cannot be read at all leaves the page, and to
-// htmx even that is a panel.
+// with the same panel, under the refusal's status. Only an action that
+// cannot be read at all leaves the page, and to htmx even that is a panel.
 func (h *actionPages) decide(c echo.Context) error {
 	form, in := readDecision(c)
 	a, _, err := h.ledger.Decide(c.Request().Context(), principal(c), c.Param("id"), in)
@@ -91,6 +91,7 @@ func (h *actionPages) decide(c echo.Context) error {
 	if status >= http.StatusInternalServerError && status != http.StatusServiceUnavailable {
 		return err // logged and answered by the error handler
 	}
+	c.Set(logErrKey, err)
 	v, verr := h.view(c)
 	if verr != nil {
 		return h.panelUnreadable(c, verr)
@@ -104,17 +105,23 @@ func (h *actionPages) decide(c echo.Context) error {
 	form.Error = views.RefusalText(e.Code, e.Message)
 	v.Form = form.DecisionForm
 	if isHTMX(c) {
-		return render(c, htmxRefusal(c, e.Code), views.DecisionRefused(v))
+		return render(c, htmxRefusal(c, e.Code, status), views.DecisionRefused(v))
 	}
 	return h.show(c, status, v)
 }
 
 // htmxRefusal marks an answer to htmx as a refusal and gives its status:
-// 200, since the panel saying why is what the page asked for, and a 4xx
-// answer to a script is a failed load the browser reports as an error.
-// The refusal's code rides in the Arbiter-Refusal header.
-func htmxRefusal(c echo.Context, code string) int {
+// 200 for a refusal of the decision, since the panel saying why is what the
+// page asked for, and a 4xx answer to a script is a failed load the browser
+// reports as an error. The refusal's code rides in the Arbiter-Refusal
+// header. A database away stays 503 (app.js swaps the panel in): that is a
+// failure, logged as one.
+func htmxRefusal(c echo.Context, code string, status int) int {
 	c.Response().Header().Set("Arbiter-Refusal", code)
+	if status >= http.StatusInternalServerError {
+		c.Response().Header().Set("Retry-After", "1")
+		return status
+	}
 	return http.StatusOK
 }
 
@@ -127,7 +134,7 @@ func (h *actionPages) panelUnreadable(c echo.Context, err error) error {
 		return err
 	}
 	c.Set(logErrKey, err)
-	return render(c, htmxRefusal(c, e.Code), views.DecisionPanelRefused(views.RefusalText(e.Code, e.Message)))
+	return render(c, htmxRefusal(c, e.Code, status), views.DecisionPanelRefused(views.RefusalText(e.Code, e.Message)))
 }
 
 // show answers the action's page, or only its live part to htmx.
