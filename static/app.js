@@ -25,15 +25,19 @@
   });
 })();
 
-// --- Action page: refused decisions -----------------------------------------
-// htmx leaves 4xx answers unswapped. A refused decision (400 invalid reason,
-// 409 changed since you opened it, 422 duplicate risk not acknowledged) comes
-// back as the refreshed panel saying why, so it is swapped in like a success.
+// --- Refused steps ------------------------------------------------------------
+// htmx leaves 4xx answers unswapped. A form inside [data-swap-refusals] whose
+// step is refused (the bulk bar's 400 invalid, 404 no such namespace, 409 too
+// many matched) gets back the fragment saying why, so it is swapped in like a
+// success. A whole page (an error page) is never swapped into a part of one.
+// The decision panel's refusals come as 200 with the panel (web/action_pages.go).
 document.addEventListener("htmx:beforeSwap", function (evt) {
   var status = evt.detail.xhr.status;
   var elt = evt.detail.requestConfig && evt.detail.requestConfig.elt;
-  if ((status === 400 || status === 409 || status === 422) && elt && elt.closest &&
-      elt.closest("[data-swap-refusals]")) {
+  var refusal = status === 400 || status === 403 || status === 404 || status === 409 ||
+      status === 422 || status === 503;
+  var page = /^\s*<!doctype/i.test(evt.detail.serverResponse || "");
+  if (refusal && !page && elt && elt.closest && elt.closest("[data-swap-refusals]")) {
     evt.detail.shouldSwap = true;
     evt.detail.isError = false;
   }

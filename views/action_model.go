@@ -33,6 +33,9 @@ type ActionView struct {
 	// Deliveries are the webhook deliveries the action's changes caused,
 	// newest first.
 	Deliveries []*webhooks.Delivery
+	// Admin is whether the signed-in user manages webhook endpoints: a
+	// delivery links to its endpoint's page for them.
+	Admin bool
 }
 
 // DecisionForm is what the operator typed, kept when a decision is refused

@@ -155,7 +155,11 @@ func entrySummary(e *record.Entry) string {
 	case p.Answer != "":
 		s = AnswerText(p.Answer, p.Said)
 		if e.Type == record.TypeReconciled {
-			s = fmt.Sprintf("%s → %s (lookup #%d)", s, p.Status, p.LookupSeq)
+			to, ok := reconciledText[p.Status]
+			if !ok {
+				to = string(p.Status)
+			}
+			s = fmt.Sprintf("%s → %s (lookup #%d)", s, to, p.LookupSeq)
 		}
 	case e.Type == record.TypeLookup:
 		s = fmt.Sprintf("lookup lease of %s", time.Duration(p.Timeout*float64(time.Second)))
@@ -179,7 +183,7 @@ func entrySummary(e *record.Entry) string {
 	case e.Type == record.TypeIntent && p.Approval != nil:
 		s = heldIntentText(p.Tool, p.Approval)
 	case e.Type == record.TypeIntent && p.Tool != "":
-		s = "proceed with " + p.Tool
+		s = proceedText(p.Tool, e.Attempt)
 	}
 	if (e.Type == record.TypeLateResult || e.Type == record.TypeStaleOutcome || e.Type == record.TypeRejected) && p.Type != "" {
 		if s == "" {
@@ -188,6 +192,89 @@ func entrySummary(e *record.Entry) string {
 		return "carried: " + string(p.Type) + " — " + s
 	}
 	return s
+}
+
+// entrySummaryIn is entrySummary with what the rest of the timeline tells:
+// an intent recorded after a compensate decision, or a second intent for
+// the same attempt, was answered compensate (the ledger grants a proceed
+// only with a new attempt number, and after a compensate decision no
+// attempt runs again).
+func entrySummaryIn(v ActionView, e *record.Entry) string {
+	if e.Type == record.TypeIntent && e.Attempt != nil && compensationIntent(v.Entries, e) {
+		if p := payloadOf(e); p.Approval == nil && p.Tool != "" {
+			return fmt.Sprintf("compensate: the agent undoes attempt %d of %s; nothing runs again", *e.Attempt, p.Tool)
+		}
+	}
+	return entrySummary(e)
+}
+
+func compensationIntent(entries []*record.Entry, e *record.Entry) bool {
+	for _, o := range entries {
+		if o.Seq >= e.Seq {
+			continue
+		}
+		switch {
+		case o.Type == record.TypeDecision && payloadOf(o).Decision == record.DecisionCompensate:
+			return true
+		case o.Type == record.TypeIntent && o.Attempt != nil && *o.Attempt == *e.Attempt:
+			return true
+		}
+	}
+	return false
+}
+
+// proceedText is the line of an intent the ledger answered proceed.
+func proceedText(tool string, attempt *int) string {
+	switch {
+	case attempt == nil:
+		return "proceed: " + tool + " runs"
+	case *attempt > 1:
+		return fmt.Sprintf("proceed: %s runs again as attempt %d, with the same key", tool, *attempt)
+	}
+	return fmt.Sprintf("proceed: %s runs as attempt %d", tool, *attempt)
+}
+
+// decisionAnswerText says what a decision did to the action: the status it
+// led to and what the agent's next intent is answered. An approval counts
+// the yeses recorded up to it.
+func decisionAnswerText(v ActionView, e *record.Entry) string {
+	switch payloadOf(e).Decision {
+	case record.DecisionConfirm:
+		return "confirmed: the ledger records that the effect happened; later intents are answered replay and nothing runs again"
+	case record.DecisionRetry:
+		return "retry requested: the agent's next intent with this key is answered proceed, as a new attempt"
+	case record.DecisionCompensate:
+		return "compensation requested: the agent's next intent with this key is answered compensate, to undo the effect"
+	case record.DecisionMarkCompensated:
+		return "compensated: the operator undid the effect by hand; later intents are answered replay"
+	case record.DecisionAbandon:
+		return "abandoned: recorded as not done; later intents are answered replay and nothing runs"
+	case record.DecisionReject:
+		return "denied: later intents with this key are answered denied; nothing runs"
+	case record.DecisionApprove:
+		ap := v.Action.Approval
+		if ap == nil {
+			return "approval counted"
+		}
+		n := 0
+		for _, o := range v.Entries {
+			if o.Seq <= e.Seq && o.Type == record.TypeDecision && payloadOf(o).Decision == record.DecisionApprove {
+				n++
+			}
+		}
+		if n >= ap.Required {
+			return fmt.Sprintf("approved: %d of %d; the agent's next intent with this key runs attempt 1", n, ap.Required)
+		}
+		return fmt.Sprintf("approval counted: %d of %d; nothing runs until enough people approve", n, ap.Required)
+	}
+	return ""
+}
+
+// reconciledText says what a lookup's answer did to the action.
+var reconciledText = map[record.Status]string{
+	record.StatusConfirmed:      "confirmed, nothing runs again",
+	record.StatusRetryRequested: "retry requested, the next intent is answered proceed",
+	record.StatusTimedOut:       "still timed out, a person decides",
 }
 
 // heldIntentText is the line of an intent the ledger answered
@@ -374,16 +461,53 @@ func ApprovalSummary(ap *record.Approval, now time.Time) string {
 }
 
 // RefusalText words a refused decision for the person in the decision
-// panel; the API's message (field names, codes) is kept for codes without a
-// wording of their own.
+// panel: what happened (nothing was written) and what to do next, never the
+// API's field names or codes. The API keeps its own message; it is shown
+// only for a refusal this list does not know.
 func RefusalText(code, message string) string {
 	switch code {
-	case "duplicate_risk_unacknowledged":
+	case services.CodeInvalid, services.CodeInvalidJSON:
+		return invalidDecisionText(message)
+	case services.CodeDuplicateRiskUnacknowledged:
 		return "Not retried: this retry counts as unkeyed, since the downstream would not recognise it as a repeat, so it may repeat the effect (a second refund, a second email). Check the downstream system, then tick the box to say you understand, and retry."
-	case "already_approved":
+	case services.CodeAlreadyApproved:
 		return "You already approved this action; it waits for someone else's yes."
-	case "approval_expired":
+	case services.CodeApprovalExpired:
 		return "Too late: the approval expired, so the action is denied and will never run."
+	case services.CodeApproverUnknown:
+		return "Not approved: an approval counts a person, and this request was not made as one. Approve signed in as yourself, or with an API key that has an owner."
+	case services.CodeVersionConflict:
+		return "Nothing was written: the action changed after you opened it. Read what changed, then decide again on the state it is in now."
+	case services.CodeInvalidTransition:
+		return "Nothing was written: this decision is not allowed in the state the action is in now (someone may have decided first). The panel below offers what you can decide now."
+	case services.CodeForbidden:
+		return "Nothing was written: you may read this action, but you may not decide in its namespace. An operator of the namespace or an admin can."
+	case services.CodeNotFound:
+		return "Nothing was written: this action is no longer there, or you may no longer see it."
+	case services.CodeConflict:
+		return "Nothing was written: the action is changing too fast to record your decision. Wait a moment and decide again."
+	case services.CodeUnavailable:
+		return "Nothing was written: the database cannot be reached right now. Wait a moment and decide again; nothing you saw recorded was lost."
+	case services.CodeBodyTooLarge:
+		return "Nothing was written: what you typed is too long to send. Shorten the reason or the result and decide again."
 	}
 	return message
+}
+
+// invalidDecisionText words a form the ledger refused as invalid, by the
+// field its message names (services.DecisionInput.Validate).
+func invalidDecisionText(message string) string {
+	switch {
+	case strings.Contains(message, "evidence for confirm"), strings.Contains(message, "applies to retry"):
+		// A field of another decision's form: the page is out of date.
+	case strings.Contains(message, `"reason" is required`):
+		return "Nothing was written: give a reason. It is kept in the ledger for whoever reads this action later."
+	case strings.Contains(message, `"reason"`):
+		return fmt.Sprintf("Nothing was written: the reason is too long or holds characters that cannot be kept. Keep it under %d bytes of plain text.", services.MaxReasonBytes)
+	case strings.Contains(message, `"result"`):
+		return `Nothing was written: the result must be JSON, such as {"refund": "re_123"}, of at most 64 KiB, or left empty.`
+	case strings.Contains(message, `"external_ref"`):
+		return "Nothing was written: the external reference must be one line of printable text of at most 255 bytes, or left empty."
+	}
+	return "Nothing was written: the form did not come from this page as it is now (a field is missing or belongs to another decision). Reload the page and decide again."
 }

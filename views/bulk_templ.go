@@ -1372,6 +1372,12 @@ func bulkResult(v BulkView) templ.Component {
 	})
 }
 
+// SkipNotDecidable marks a skipped action the user may see but not decide.
+// The ledger skips it as not found, as for any action outside the
+// namespaces a person decides in; the page knows better, since the user
+// can read it.
+const SkipNotDecidable = "not_decidable"
+
 // skipReason says why a bulk decision left an action alone.
 func skipReason(code string) string {
 	switch code {
@@ -1385,6 +1391,8 @@ func skipReason(code string) string {
 		return "it changed before the decision was written (someone else decided first)"
 	case "not_found":
 		return "it is no longer there"
+	case SkipNotDecidable:
+		return "you may see it but not decide it (a viewer in its namespace)"
 	}
 	return code
 }

@@ -19,7 +19,7 @@ func TestIntentSummarySaysWhatItWasAnswered(t *testing.T) {
 		attempt       *int
 		want, not     string
 	}{
-		{"proceed", `{"tool":"payments.refund","timeout":300}`, &one, "proceed with payments.refund", ""},
+		{"proceed", `{"tool":"payments.refund","timeout":300}`, &one, "proceed: payments.refund runs as attempt 1", ""},
 		{"held", `{"tool":"payments.refund","timeout":300,"approval":{"required":2,"expires_at":"2026-12-02T00:00:00Z","policies":[{"id":"p","name":"large refunds","version":1}]}}`,
 			&zero, "pending approval: payments.refund needs 2 approvals (large refunds); nothing ran", "proceed"},
 		{"held on an error", `{"tool":"payments.refund","timeout":300,"approval":{"required":1,"expires_at":"2026-12-02T00:00:00Z","policies":[{"id":"p","name":"large refunds","version":1}],"error":"no such key: amount"}}`,

@@ -2,6 +2,7 @@ package views
 
 import (
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -124,4 +125,37 @@ func eventNames(evs []record.EventType) []string {
 		out[i] = string(e)
 	}
 	return out
+}
+
+// urlInText finds the URLs in a delivery's error (Go's HTTP client names the
+// endpoint's whole URL: `Post "https://…": …`).
+var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)
+
+// redactURLs keeps only the scheme and host of every URL in s: an
+// endpoint's path and query may be its secret (a Slack incoming webhook, a
+// token), and the action page is read by people who may not manage
+// endpoints.
+func redactURLs(s string) string {
+	return urlInText.ReplaceAllStringFunc(s, func(raw string) string {
+		if u, err := url.Parse(raw); err == nil && u.Scheme != "" && u.Host != "" {
+			return u.Scheme + "://" + u.Host
+		}
+		scheme, rest, _ := strings.Cut(raw, "://")
+		host, _, _ := strings.Cut(rest, "/")
+		host, _, _ = strings.Cut(host, "?")
+		host, _, _ = strings.Cut(host, "#")
+		if _, h, ok := strings.Cut(host, "@"); ok {
+			host = h
+		}
+		return scheme + "://" + host
+	})
+}
+
+// shortID is the first eight characters of an id, enough to tell endpoints
+// apart in a table.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
 }

@@ -62,8 +62,13 @@ func (h *actionPages) timeline(c echo.Context) error {
 }
 
 // decide takes a decision from the panel. Without JavaScript it answers a
-// redirect with a flash; with htmx, the refreshed header, panel and timeline.
-// A refusal shows the page again with the message and what was typed.
+// redirect with a flash; with htmx, the refreshed header, panel and timeline
+// (the forms target the panel, so the answer is retargeted to the page's
+// live part). A refusal, whatever its code, stays in the panel: with htmx
+// the panel alone, saying why in words for a person, with the header
+// refreshed beside it (htmxRefusal); without JavaScript the action's page
+// with the same panel, under the refusal's status. Only an action that
+// cannot be read at all leaves the page, and to htmx even that is a panel.
 func (h *actionPages) decide(c echo.Context) error {
 	form, in := readDecision(c)
 	a, _, err := h.ledger.Decide(c.Request().Context(), principal(c), c.Param("id"), in)
@@ -72,42 +77,64 @@ func (h *actionPages) decide(c echo.Context) error {
 		if isHTMX(c) {
 			v, err := h.view(c)
 			if err != nil {
-				return err
+				return h.panelUnreadable(c, err)
 			}
 			v.Notice = msg
+			c.Response().Header().Set("HX-Retarget", "#action-live")
+			c.Response().Header().Set("HX-Reswap", "outerHTML")
 			return render(c, http.StatusOK, views.ActionLive(v))
 		}
 		h.cookies.flash(c, msg)
 		return c.Redirect(http.StatusSeeOther, "/actions/"+a.ID)
 	}
-	e, ok := services.AsError(err)
-	if !ok {
-		return err
+	status, e := toAPIError(err)
+	if status >= http.StatusInternalServerError && status != http.StatusServiceUnavailable {
+		return err // logged and answered by the error handler
 	}
-	status := http.StatusBadRequest
-	switch e.Code {
-	case services.CodeInvalid:
-	case services.CodeDuplicateRiskUnacknowledged:
-		status = http.StatusUnprocessableEntity
-	case services.CodeInvalidTransition, services.CodeVersionConflict:
-		status = http.StatusConflict
-	default:
-		return err // forbidden, not found, unavailable: the error page
-	}
+	c.Set(logErrKey, err)
 	v, verr := h.view(c)
 	if verr != nil {
-		return verr
+		return h.panelUnreadable(c, verr)
 	}
 	if e.Code == services.CodeVersionConflict {
 		v.Conflict = h.conflict(c, v, form)
 		// The reason stays typed, but a duplicate-risk acknowledgement was
 		// given for a state that is gone: it must be given again.
 		form.Acknowledged = false
-	} else {
-		form.Error = views.RefusalText(e.Code, e.Message)
 	}
+	form.Error = views.RefusalText(e.Code, e.Message)
 	v.Form = form.DecisionForm
+	if isHTMX(c) {
+		return render(c, htmxRefusal(c, e.Code, status), views.DecisionRefused(v))
+	}
 	return h.show(c, status, v)
+}
+
+// htmxRefusal marks an answer to htmx as a refusal and gives its status:
+// 200 for a refusal of the decision, since the panel saying why is what the
+// page asked for, and a 4xx answer to a script is a failed load the browser
+// reports as an error. The refusal's code rides in the Arbiter-Refusal
+// header. A database away stays 503 (app.js swaps the panel in): that is a
+// failure, logged as one.
+func htmxRefusal(c echo.Context, code string, status int) int {
+	c.Response().Header().Set("Arbiter-Refusal", code)
+	if status >= http.StatusInternalServerError {
+		c.Response().Header().Set("Retry-After", "1")
+		return status
+	}
+	return http.StatusOK
+}
+
+// panelUnreadable answers a decision on an action the user cannot read
+// (any more): the error page, or to htmx a panel saying so, since it lands
+// inside the action's page.
+func (h *actionPages) panelUnreadable(c echo.Context, err error) error {
+	status, e := toAPIError(err)
+	if !isHTMX(c) || (status >= http.StatusInternalServerError && status != http.StatusServiceUnavailable) {
+		return err
+	}
+	c.Set(logErrKey, err)
+	return render(c, htmxRefusal(c, e.Code, status), views.DecisionPanelRefused(views.RefusalText(e.Code, e.Message)))
 }
 
 // show answers the action's page, or only its live part to htmx.
@@ -134,6 +161,7 @@ func (h *actionPages) view(c echo.Context) (views.ActionView, error) {
 		v.CSRF = s.CSRF
 		v.CanDecide = s.Principal().DecidesIn(a.Namespace)
 		v.Approved = services.HasApproved(a, s.Principal())
+		v.Admin = s.Principal().Role == services.RoleAdmin
 	}
 	return v, nil
 }

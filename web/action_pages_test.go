@@ -266,7 +266,7 @@ func TestActionPageEscapesHostileContent(t *testing.T) {
 		// A refused decision shows the typed reason again, escaped.
 		p = d.op.post("/actions/"+id+"/decisions", url.Values{"decision": {"abandon"}, "reason": {hostile}})
 		require.Equal(t, http.StatusConflict, p.status, "nothing to decide any more")
-		require.Contains(t, flatText(p.testid("decision-error")), "cannot abandon an action that is abandoned")
+		require.Contains(t, flatText(p.testid("decision-error")), "not allowed in the state the action is in now")
 		require.NotContains(t, p.body, "<script>alert(1)")
 	})
 }
@@ -435,13 +435,13 @@ func TestDecisionRefusals(t *testing.T) {
 		// Missing reason.
 		p := detailDecide(t, d.op, id, "abandon", url.Values{"reason": {"   "}})
 		require.Equal(t, http.StatusBadRequest, p.status)
-		require.Contains(t, flatText(p.testid("decision-error")), `"reason" is required`)
+		require.Contains(t, flatText(p.testid("decision-error")), "give a reason")
 		require.Equal(t, "timed_out", flatText(p.testid("action-status")))
 
 		// Malformed evidence is refused by the service, with the typed values kept.
 		p = detailDecide(t, d.op, id, "confirm", url.Values{"reason": {"seen in the PSP"}, "result": {"{not json"}, "external_ref": {"re_1"}})
 		require.Equal(t, http.StatusBadRequest, p.status)
-		require.Contains(t, flatText(p.testid("decision-error")), `"result" must be valid JSON`)
+		require.Contains(t, flatText(p.testid("decision-error")), "the result must be JSON")
 		require.Equal(t, "{not json", p.testid("decision-form-confirm").Find(`textarea[name=result]`).Text())
 		require.Equal(t, "re_1", p.testid("decision-form-confirm").Find(`input[name=external_ref]`).AttrOr("value", ""))
 		require.Equal(t, "seen in the PSP", p.testid("decision-form-confirm").Find(`textarea[name=reason]`).Text())
@@ -449,12 +449,12 @@ func TestDecisionRefusals(t *testing.T) {
 		// A decision the state does not allow (a hand-made form).
 		p = detailDecide(t, d.op, id, "abandon", url.Values{"reason": {"x"}, "decision": {"mark_compensated"}})
 		require.Equal(t, http.StatusConflict, p.status)
-		require.Contains(t, flatText(p.testid("decision-error")), "cannot mark_compensated an action that is timed_out")
+		require.Contains(t, flatText(p.testid("decision-error")), "not allowed in the state the action is in now")
 
 		// A tampered version.
 		p = detailDecide(t, d.op, id, "abandon", url.Values{"reason": {"x"}, "expected_version": {"two"}})
 		require.Equal(t, http.StatusBadRequest, p.status)
-		require.Contains(t, flatText(p.testid("decision-error")), "expected_version")
+		require.Contains(t, flatText(p.testid("decision-error")), "Reload the page")
 
 		// Without the CSRF token.
 		v := detailForm(t, d.op.get("/actions/"+id), "abandon")
@@ -475,7 +475,8 @@ func TestDecisionRefusals(t *testing.T) {
 		p = viewer.post("/actions/"+id+"/decisions", url.Values{"decision": {"abandon"}, "reason": {"I am only a viewer"},
 			"expected_version": {fmt.Sprint(version)}})
 		require.Equal(t, http.StatusForbidden, p.status)
-		require.Equal(t, 1, p.testid("error-page").Length())
+		require.Equal(t, 0, p.testid("error-page").Length(), "the refusal is shown in the action's panel")
+		require.Contains(t, flatText(p.testid("decision-error")), "you may not decide")
 
 		s, ver := d.apiStatus(id)
 		require.Equal(t, "timed_out", s)
@@ -561,7 +562,8 @@ func TestDecisionWithHTMX(t *testing.T) {
 
 		// A refusal is a fragment too, with the message.
 		p := send(url.Values{"decision": {"retry"}, "reason": {""}, "expected_version": {v.Get("expected_version")}, "csrf_token": {token}})
-		require.Equal(t, http.StatusBadRequest, p.status)
+		require.Equal(t, http.StatusOK, p.status, "a refusal is the panel htmx asked for")
+		require.Equal(t, "invalid", p.header.Get("Arbiter-Refusal"))
 		require.Equal(t, 0, p.doc.Find("html > head > title").Length()+p.doc.Find("header.topbar").Length(), "a fragment")
 		require.Equal(t, 1, p.testid("decision-error").Length())
 
@@ -578,8 +580,10 @@ func TestDecisionWithHTMX(t *testing.T) {
 		require.Equal(t, "retry_requested", flatText(p.testid("action-status")))
 		require.Equal(t, "decision", p.testid("timeline-entry").Last().AttrOr("data-type", ""))
 		require.Equal(t, []string{"confirm", "abandon"}, offeredDecisions(p))
+		require.Equal(t, "#action-live", p.header.Get("HX-Retarget"), "a decision taken refreshes the whole live part")
+		require.Equal(t, "outerHTML", p.header.Get("HX-Reswap"))
 		form := p.testid("decision-form-confirm")
-		require.Equal(t, "#action-live", form.AttrOr("hx-target", ""))
+		require.Equal(t, "#decision-panel", form.AttrOr("hx-target", ""))
 		require.Equal(t, "outerHTML", form.AttrOr("hx-swap", ""))
 		require.Equal(t, "/actions/"+id+"/decisions", form.AttrOr("hx-post", ""))
 		require.Equal(t, "/actions/"+id+"/decisions", form.AttrOr("action", ""))

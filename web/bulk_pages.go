@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -53,8 +54,9 @@ func (h *bulkPages) preview(c echo.Context) error {
 		}
 		pv := ans.Preview
 		v.Previewed, v.Matched, v.Allowed, v.Sample = true, pv.Matched, pv.Allowed, pv.Sample
+		skipped := append(pv.Skipped, h.unmatched(c, v.IDs, pv)...)
 		counts := map[string]int{}
-		for _, s := range pv.Skipped {
+		for _, s := range skipped {
 			if counts[s.Code] == 0 {
 				v.WillSkip = append(v.WillSkip, views.BulkSkipCount{Code: s.Code})
 			}
@@ -65,6 +67,54 @@ func (h *bulkPages) preview(c echo.Context) error {
 		}
 	}
 	return h.show(c, formStatus(v), v)
+}
+
+// unmatched says why ticked rows a dry run did not match: each is an
+// action the user may see but not decide (views.SkipNotDecidable), or
+// one that is not there for them (not found). The dry run names the
+// actions it skipped and a sample of those it allows; the rest are read
+// one by one, as many as the request ticked at most.
+func (h *bulkPages) unmatched(c echo.Context, ids []string, pv *services.BulkPreview) []services.BulkSkip {
+	seen := map[string]bool{}
+	for _, a := range pv.Sample {
+		seen[a.ID] = true
+	}
+	for _, s := range pv.Skipped {
+		seen[s.ID] = true
+	}
+	var out []services.BulkSkip
+	left := 0
+	for _, id := range ids {
+		u, err := uuid.Parse(id)
+		if err != nil || seen[u.String()] {
+			continue
+		}
+		seen[u.String()] = true
+		left++
+	}
+	left -= pv.Allowed - len(pv.Sample) // allowed, beyond the sample
+	p := principal(c)
+	for _, id := range ids {
+		if left <= 0 {
+			break
+		}
+		u, err := uuid.Parse(id)
+		if err != nil || !seen[u.String()] {
+			continue
+		}
+		delete(seen, u.String())
+		a, err := h.ledger.Action(c.Request().Context(), p, u.String())
+		switch {
+		case err != nil:
+			out = append(out, services.BulkSkip{ID: u.String(), Code: services.CodeNotFound})
+		case !p.DecidesIn(a.Namespace):
+			out = append(out, services.BulkSkip{ID: a.ID, Code: views.SkipNotDecidable})
+		default:
+			continue // allowed, beyond the sample
+		}
+		left--
+	}
+	return out
 }
 
 // formStatus is 400 for a form that could not make a request.
@@ -97,9 +147,15 @@ func (h *bulkPages) apply(c echo.Context) error {
 		v.Done, v.Applied = true, ans.Result.Applied
 		for _, s := range ans.Result.Skipped {
 			row := views.BulkSkipRow{ID: s.ID, Code: s.Code}
-			if s.Code != services.CodeNotFound && len(v.Skipped) < services.BulkSampleSize*5 {
+			// The ledger skips an action the user may not decide as not
+			// found, whether or not it exists; one the user can read is
+			// theirs to see but not to decide, and says so.
+			if s.Code == services.CodeNotFound || len(v.Skipped) < services.BulkSampleSize*5 {
 				if a, err := h.ledger.Action(c.Request().Context(), principal(c), s.ID); err == nil {
 					row.Key = a.Key
+					if s.Code == services.CodeNotFound {
+						row.Code = views.SkipNotDecidable
+					}
 				}
 			}
 			v.Skipped = append(v.Skipped, row)

@@ -54,7 +54,7 @@ func TestOperatorSeesLookups(t *testing.T) {
 		require.Equal(t, []string{"intent", "timed_out", "lookup", "lookup_result", "reconciled"}, types)
 		require.Equal(t, "lookup lease of 1m0s", summaries[2])
 		require.Equal(t, "provider says: it happened — <b>re_8812</b> settled", summaries[3])
-		require.Equal(t, "provider says: it happened → confirmed (lookup #4)", summaries[4])
+		require.Equal(t, "provider says: it happened → confirmed, nothing runs again (lookup #4)", summaries[4])
 		require.NotContains(t, p.body, "<b>re_8812</b>", "evidence is escaped")
 	})
 }

@@ -30,8 +30,12 @@ func (h *triagePages) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// The menu offers only what the user may see: the names of other
+	// teams' namespaces are not theirs to learn.
 	for _, ns := range nss {
-		v.Namespaces = append(v.Namespaces, ns.Name)
+		if principal(c).Sees(ns.Name) {
+			v.Namespaces = append(v.Namespaces, ns.Name)
+		}
 	}
 	q := c.QueryParams()
 	f, form, err := parseListFilter(q, now)
