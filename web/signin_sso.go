@@ -144,10 +144,17 @@ func (h *ssoPages) callbackURL(c echo.Context) string {
 }
 
 // ssoReturn is where a user confirming who they are through the provider
-// comes back to: the page of the form they posted.
+// comes back to: the page of the form they posted (a GET of the path the
+// form posted to is not always a page).
 func ssoReturn(path string) string {
-	if strings.HasPrefix(path, "/admin/users/") {
+	switch {
+	case strings.HasPrefix(path, "/admin/users/"):
 		return "/admin/users"
+	case strings.HasPrefix(path, "/admin/keys/"):
+		return "/admin/keys"
+	}
+	for _, verb := range []string{"/rotate", "/delete"} {
+		path = strings.TrimSuffix(path, verb)
 	}
 	return safeNext(path)
 }
