@@ -138,12 +138,12 @@ func TestSensitiveAdminChangesNeedARecentPassword(t *testing.T) {
 		require.Less(t, p.status, 400, p.body)
 		require.Equal(t, 0, p.testid("reauth-form").Length())
 
-		// An admin key and a webhook URL ask again once it is old; an agent
-		// key does not.
+		// Any key, a webhook URL and a role ask again once it is old
+		// (every such change: TestEveryPermissionChangeNeedsARecentPassword).
 		age()
 		admin.get("/admin/keys")
 		p = admin.post("/admin/keys", url.Values{"namespace": {"team-a"}, "name": {"bot"}, "role": {"agent"}})
-		require.Equal(t, 0, p.testid("reauth-form").Length(), p.body)
+		require.Equal(t, http.StatusUnauthorized, p.status, "an agent key too")
 		admin.get("/admin/keys")
 		p = admin.post("/admin/keys", url.Values{"namespace": {""}, "name": {"root-2"}, "role": {"admin"}})
 		require.Equal(t, http.StatusUnauthorized, p.status)

@@ -295,16 +295,26 @@ func writeParked(conn net.Conn, header http.Header, status int, body any) {
 
 // await holds a single intent that is pending approval until the action is
 // approved or denied, or wait passes, and then answers the intent again:
-// proceed once approved, denied once denied, pending_approval still.
+// proceed once approved, denied once denied, pending_approval still. It is
+// the wait of HTTP/2 requests, which cannot be parked; as for a parked one,
+// only an answered proceed starts an attempt: the client must still be
+// there and its key still valid before the intent is applied again.
 func (h *entriesHandler) await(c echo.Context, r services.EntryResult, raws [][]byte, wait time.Duration) (services.EntryResult, error) {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), wait)
+	req := c.Request()
+	ctx, cancel := context.WithTimeout(req.Context(), wait)
 	defer cancel()
 	p := principal(c)
 	a, err := h.ledger.AwaitDecision(ctx, p, r.Action.ID)
-	if err != nil || a.Status == record.StatusAwaitingApproval {
+	if err != nil || a.Status == record.StatusAwaitingApproval || req.Context().Err() != nil {
 		return r, nil // the client went away, or nobody decided in time
 	}
-	results, err := h.ledger.Submit(c.Request().Context(), p, raws)
+	if h.keys != nil {
+		_, secret, _ := strings.Cut(req.Header.Get("Authorization"), " ")
+		if _, err := h.keys.Authenticate(req.Context(), strings.TrimSpace(secret)); err != nil {
+			return r, err // revoked while it waited: nothing is applied
+		}
+	}
+	results, err := h.ledger.Submit(req.Context(), p, raws)
 	if err != nil {
 		return r, err
 	}

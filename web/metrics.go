@@ -21,24 +21,26 @@ import (
 // has its own registry, so tests and several servers in one process do not
 // share counters.
 type Metrics struct {
-	reg       *prometheus.Registry
-	entries   *prometheus.CounterVec
-	latency   *prometheus.HistogramVec
-	sweeps    *prometheus.CounterVec
-	timedOut  prometheus.Counter
-	groups    prometheus.Histogram
-	statusSrc func(ctx context.Context) (map[string]int64, error)
+	reg      *prometheus.Registry
+	entries  *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	sweeps   *prometheus.CounterVec
+	timedOut prometheus.Counter
+	groups   prometheus.Histogram
+	// counts and queue are the gauges read from the database, each by one
+	// query at most every MetricsRefresh, whatever the number of scrapes.
+	counts *refreshed[map[string]int64]
+	queue  *refreshed[webhooks.QueueStats]
 
 	deliveries *prometheus.CounterVec
 	sendTime   prometheus.Histogram
 	approvals  *prometheus.HistogramVec
 	lookups    *prometheus.CounterVec
 	resolved   *prometheus.CounterVec
-	queueSrc   func(ctx context.Context) (webhooks.QueueStats, error)
 }
 
 // NewMetrics registers Arbiter's series. countByStatus feeds the
-// arbiter_actions gauge at scrape time.
+// arbiter_actions gauge, read at most every MetricsRefresh.
 func NewMetrics(countByStatus func(ctx context.Context) (map[string]int64, error)) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
@@ -60,7 +62,7 @@ func NewMetrics(countByStatus func(ctx context.Context) (map[string]int64, error
 			Help:    "Single-entry requests written together by one group commit.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
 		}),
-		statusSrc: countByStatus,
+		counts: newRefreshed(countByStatus),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "arbiter_webhook_deliveries_total", Help: "Webhook delivery attempts, by result (succeeded, retrying, failed).",
 		}, []string{"result"}),
@@ -108,9 +110,10 @@ var (
 	oldestQueueDesc = prometheus.NewDesc("arbiter_webhook_oldest_pending_seconds", "Age of the oldest pending webhook delivery.", nil, nil)
 )
 
-// WatchQueue feeds the webhook queue gauges at scrape time.
+// WatchQueue feeds the webhook queue gauges, read at most every
+// MetricsRefresh.
 func (m *Metrics) WatchQueue(fn func(ctx context.Context) (webhooks.QueueStats, error)) {
-	m.queueSrc = fn
+	m.queue = newRefreshed(fn)
 }
 
 // ObserveGroup records the size of one group commit.
@@ -138,7 +141,10 @@ func (m *Metrics) ObserveDelivery(result string, latency time.Duration) {
 }
 
 // Describe and Collect make Metrics a collector of the gauges read from the
-// database at scrape time: actions by status and the webhook queue.
+// database: actions by status and the webhook queue. A scrape answers from
+// the last reading while it is younger than MetricsRefresh, so /metrics,
+// which anyone may ask for, costs the database one query per gauge per
+// interval however often it is asked.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- actionsDesc
 	ch <- queueDepthDesc
@@ -146,20 +152,18 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if m.queueSrc != nil {
-		if q, err := m.queueSrc(ctx); err != nil {
+	if m.queue != nil {
+		if q, err := m.queue.get(); err != nil {
 			ch <- prometheus.NewInvalidMetric(queueDepthDesc, err)
 		} else {
 			ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(q.Pending))
 			ch <- prometheus.MustNewConstMetric(oldestQueueDesc, prometheus.GaugeValue, q.OldestPendingAge.Seconds())
 		}
 	}
-	if m.statusSrc == nil {
+	if m.counts == nil {
 		return
 	}
-	counts, err := m.statusSrc(ctx)
+	counts, err := m.counts.get()
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(actionsDesc, err)
 		return

@@ -20,12 +20,15 @@ type reauthenticator interface {
 	Reauthenticate(ctx context.Context, token, password, address string) error
 }
 
-// requireRecentAuth guards the most sensitive admin changes (creating an
-// admin key or a user, giving roles, setting a webhook URL): if the
-// session's password was given more than accounts.ReauthAfter ago, the
-// change is answered with a page asking for it, which posts the same fields
-// back with the password. A stolen session alone cannot make them. when
-// says whether a request is such a change (nil: always).
+// requireRecentAuth guards every admin change of who may do what or of
+// what holds actions and tells people (API keys minted or revoked, users
+// created, disabled or enabled, roles, memberships, other users' sessions
+// ended, approval policies, webhook endpoints): if the session's password
+// was given more than accounts.ReauthAfter ago, the change is answered with
+// a page asking for it, which posts the same fields back with the password.
+// A stolen or unattended session alone cannot make them. when says whether
+// a request is such a change (nil: always). The API's admin keys are not
+// asked: a key is not a session, and minting one already needed this.
 func requireRecentAuth(d *dashboard, store reauthenticator, now func() time.Time, when func(c echo.Context) bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {

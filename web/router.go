@@ -127,13 +127,15 @@ func New(d Deps) *echo.Echo {
 	signedIn := slices.Concat(session, []echo.MiddlewareFunc{requireUser})
 	user := slices.Concat(signedIn, []echo.MiddlewareFunc{requirePasswordChosen})
 	admins := slices.Concat(user, []echo.MiddlewareFunc{requireRole(services.RoleAdmin)})
-	// The most sensitive admin changes ask for the password again when it
-	// was given more than accounts.ReauthAfter ago (web/reauth.go).
+	// Every admin change of who may do what, or of what holds actions and
+	// tells people (keys, users, roles, memberships, sessions, policies,
+	// webhook endpoints), asks for the password again when it was given
+	// more than accounts.ReauthAfter ago (web/reauth.go).
 	recent := func(when func(echo.Context) bool) []echo.MiddlewareFunc {
 		return slices.Concat(admins, []echo.MiddlewareFunc{requireRecentAuth(dash, d.Accounts, services.Now, when)})
 	}
-	adminKey := func(c echo.Context) bool { return c.FormValue("role") == string(services.RoleAdmin) }
-	webhookSettings := func(c echo.Context) bool { return c.FormValue("edit") == "settings" } // the URL among them
+	saving := func(c echo.Context) bool { return c.FormValue("do") != "test" }        // trying a policy changes nothing
+	confirmed := func(c echo.Context) bool { return c.FormValue("confirm") == "yes" } // the first step only asks
 
 	signin := &signinPages{dashboard: dash, accounts: d.Accounts, absolute: d.Accounts.AbsoluteTimeout}
 	e.GET("/signin", signin.form, session...)
@@ -178,16 +180,16 @@ func New(d Deps) *echo.Echo {
 	e.GET("/admin/namespaces", admin.namespaces, admins...)
 	e.POST("/admin/namespaces", admin.createNamespace, admins...)
 	e.GET("/admin/keys", admin.keys, admins...)
-	e.POST("/admin/keys", admin.createKey, recent(adminKey)...)
-	e.POST("/admin/keys/:id/revoke", admin.revokeKey, admins...)
+	e.POST("/admin/keys", admin.createKey, recent(nil)...)
+	e.POST("/admin/keys/:id/revoke", admin.revokeKey, recent(nil)...)
 	e.GET("/admin/users", admin.users, admins...)
 	e.POST("/admin/users", admin.createUser, recent(nil)...)
 	e.POST("/admin/users/:id/role", admin.setRole, recent(nil)...)
 	e.POST("/admin/users/:id/memberships", admin.grant, recent(nil)...)
-	e.POST("/admin/users/:id/memberships/revoke", admin.revoke, admins...)
-	e.POST("/admin/users/:id/disable", admin.disableUser, admins...)
-	e.POST("/admin/users/:id/enable", admin.enableUser, admins...)
-	e.POST("/admin/users/:id/end-sessions", admin.endSessions, admins...)
+	e.POST("/admin/users/:id/memberships/revoke", admin.revoke, recent(nil)...)
+	e.POST("/admin/users/:id/disable", admin.disableUser, recent(nil)...)
+	e.POST("/admin/users/:id/enable", admin.enableUser, recent(nil)...)
+	e.POST("/admin/users/:id/end-sessions", admin.endSessions, recent(nil)...)
 
 	// Webhook endpoints.
 	hookPages := newWebhookPages(dash, d)
@@ -195,21 +197,21 @@ func New(d Deps) *echo.Echo {
 	e.GET("/admin/webhooks/new", hookPages.newForm, admins...)
 	e.POST("/admin/webhooks", hookPages.create, recent(nil)...)
 	e.GET("/admin/webhooks/:id", hookPages.show, admins...)
-	e.POST("/admin/webhooks/:id", hookPages.update, recent(webhookSettings)...)
+	e.POST("/admin/webhooks/:id", hookPages.update, recent(nil)...)
 	e.GET("/admin/webhooks/:id/deliveries", hookPages.deliveries, admins...)
-	e.POST("/admin/webhooks/:id/rotate", hookPages.rotate, admins...)
+	e.POST("/admin/webhooks/:id/rotate", hookPages.rotate, recent(nil)...)
 	e.POST("/admin/webhooks/:id/test", hookPages.test, admins...)
-	e.POST("/admin/webhooks/:id/delete", hookPages.delete, admins...)
+	e.POST("/admin/webhooks/:id/delete", hookPages.delete, recent(confirmed)...)
 	e.POST("/admin/deliveries/:id/redeliver", hookPages.redeliver, admins...)
 
 	// Approval policies (tests may build a server without them).
 	if d.Policies != nil {
 		polPages := &policyPages{dashboard: dash, policies: d.Policies}
 		e.GET("/admin/policies", polPages.list, admins...)
-		e.POST("/admin/policies", polPages.create, admins...)
+		e.POST("/admin/policies", polPages.create, recent(saving)...)
 		e.GET("/admin/policies/:id", polPages.show, admins...)
-		e.POST("/admin/policies/:id", polPages.update, admins...)
-		e.POST("/admin/policies/:id/delete", polPages.delete, admins...)
+		e.POST("/admin/policies/:id", polPages.update, recent(saving)...)
+		e.POST("/admin/policies/:id/delete", polPages.delete, recent(nil)...)
 	}
 	return e
 }

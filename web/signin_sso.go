@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -47,12 +48,23 @@ const (
 
 // begin starts a sign-in at the provider (GET /signin/sso?next=). It
 // needs no CSRF token: it only sends this browser to the provider, and
-// whoever signs in there is who this browser becomes.
+// whoever signs in there is who this browser becomes. With fresh=1 (a
+// person confirming who they are before a sensitive change) the provider
+// is asked to authenticate them again whatever session it has
+// (prompt=login, max_age=0, which also makes it state auth_time); the
+// session opened counts as authenticated when the provider says they did
+// (accounts.Identity.AuthTime), so a provider that passes them through
+// anyway leaves the change still asking.
 func (h *ssoPages) begin(c echo.Context) error {
 	next := safeNext(c.QueryParam("next"))
 	authURL, state, err := h.sso.Begin(c.Request().Context(), h.callbackURL(c), next)
 	if err != nil {
 		return err
+	}
+	if c.QueryParam("fresh") == "1" {
+		if authURL, err = freshLogin(authURL); err != nil {
+			return err
+		}
 	}
 	h.cookies.set(c, ssoCookie, state, sso.LoginTimeout)
 	return c.Redirect(http.StatusSeeOther, authURL)
@@ -102,6 +114,19 @@ func (h *ssoPages) callback(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, safeNext(res.Next))
 }
 
+// freshLogin asks the provider to authenticate the person again.
+func freshLogin(authURL string) (string, error) {
+	u, err := url.Parse(authURL)
+	if err != nil {
+		return "", fmt.Errorf("web: the provider's authorization URL: %w", err)
+	}
+	q := u.Query()
+	q.Set("prompt", "login")
+	q.Set("max_age", "0")
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
 // refuse shows the sign-in page with why single sign-on failed; errors
 // that are not a person's (the database) go to the error handler.
 func (h *ssoPages) refuse(c echo.Context, err error) error {
@@ -144,10 +169,17 @@ func (h *ssoPages) callbackURL(c echo.Context) string {
 }
 
 // ssoReturn is where a user confirming who they are through the provider
-// comes back to: the page of the form they posted.
+// comes back to: the page of the form they posted (a GET of the path the
+// form posted to is not always a page).
 func ssoReturn(path string) string {
-	if strings.HasPrefix(path, "/admin/users/") {
+	switch {
+	case strings.HasPrefix(path, "/admin/users/"):
 		return "/admin/users"
+	case strings.HasPrefix(path, "/admin/keys/"):
+		return "/admin/keys"
+	}
+	for _, verb := range []string{"/rotate", "/delete"} {
+		path = strings.TrimSuffix(path, verb)
 	}
 	return safeNext(path)
 }

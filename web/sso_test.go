@@ -378,7 +378,7 @@ func TestSSOReauthenticatesThroughTheProvider(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, p.status, p.body)
 	link, ok := p.testid("sso-button").Attr("href")
 	require.True(t, ok)
-	require.Equal(t, "/signin/sso?next=%2Fadmin%2Fusers", link)
+	require.Equal(t, "/signin/sso?fresh=1&next=%2Fadmin%2Fusers", link)
 	require.Zero(t, p.doc.Find("#reauth-password").Length(), "there is no password to ask for")
 
 	p, _ = b.ssoSignIn(m, person("sub-jo", "jo@example.com", "arbiter-admins"), "/admin/users")

@@ -337,17 +337,18 @@ func (a *Accounts) SignIn(ctx context.Context, email, password, address, userAge
 	if err := a.forgive(ctx, address, norm); err != nil {
 		return Session{}, err
 	}
-	return a.openSession(ctx, u, address, userAgent)
+	return a.openSession(ctx, u, address, userAgent, a.now())
 }
 
-// openSession starts a session for u, who has just proved who they are,
-// with a fresh token (so a token planted before sign-in is worthless).
-func (a *Accounts) openSession(ctx context.Context, u models.User, address, userAgent string) (Session, error) {
+// openSession starts a session for u, who has just proved who they are
+// (at authenticated), with a fresh token (so a token planted before
+// sign-in is worthless).
+func (a *Accounts) openSession(ctx context.Context, u models.User, address, userAgent string, authenticated time.Time) (Session, error) {
 	now := a.now()
 	token := randomBytes64(32)
 	s := models.Session{TokenHash: tokenHash(token), UserID: u.ID, CSRFToken: randomBytes64(32), CreatedAt: now,
 		LastSeenAt: now, ExpiresAt: now.Add(a.AbsoluteTimeout), Address: address, UserAgent: truncate(userAgent, 512),
-		AuthenticatedAt: now}
+		AuthenticatedAt: authenticated}
 	if err := a.st.GormWriter().WithContext(ctx).Create(&s).Error; err != nil {
 		return Session{}, services.DBError("accounts: create session", err)
 	}
@@ -355,7 +356,7 @@ func (a *Accounts) openSession(ctx context.Context, u models.User, address, user
 	if err != nil {
 		return Session{}, err
 	}
-	return Session{Token: token, ID: sessionID(s.TokenHash), CSRF: s.CSRFToken, User: u, Memberships: ms, AuthenticatedAt: now}, nil
+	return Session{Token: token, ID: sessionID(s.TokenHash), CSRF: s.CSRFToken, User: u, Memberships: ms, AuthenticatedAt: authenticated}, nil
 }
 
 // Session returns the live session for a cookie token, or unauthorized when

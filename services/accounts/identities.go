@@ -3,6 +3,7 @@ package accounts
 import (
 	"context"
 	"sort"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -22,6 +23,12 @@ type Identity struct {
 	Issuer, Subject string
 	Email           string
 	EmailVerified   bool
+	// AuthTime is when the person last authenticated at the provider
+	// (auth_time); zero when it did not say. A provider's sign-in can be
+	// silent, from a session of its own opened long before: the session
+	// opened here counts as authenticated then, not now, for the changes
+	// that ask for a recent sign-in (ReauthAfter).
+	AuthTime time.Time
 }
 
 // Grants is what a person may do, as a mapping rule derives it from the
@@ -90,7 +97,11 @@ func (a *Accounts) SignInIdentity(ctx context.Context, id Identity, g Grants, ad
 	if noRole {
 		return Session{}, ErrNoRole
 	}
-	return a.openSession(ctx, u, address, userAgent)
+	authenticated := a.now()
+	if !id.AuthTime.IsZero() && id.AuthTime.Before(authenticated) {
+		authenticated = id.AuthTime
+	}
+	return a.openSession(ctx, u, address, userAgent, authenticated)
 }
 
 // linkIdentity finds, links or creates the user of id (see SignInIdentity).

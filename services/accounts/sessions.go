@@ -9,9 +9,10 @@ import (
 	"github.com/arbiter-ledger/arbiter/services"
 )
 
-// ReauthAfter is how long a password given in a session vouches for the
-// most sensitive admin actions (creating an admin key or a user, giving
-// roles, setting a webhook's URL); later, they ask for it again.
+// ReauthAfter is how long a password given in a session (or a sign-in at
+// the identity provider) vouches for the admin changes of who may do what
+// and of what holds actions (keys, users, roles, memberships, policies,
+// webhook endpoints: web/reauth.go); later, they ask for it again.
 const ReauthAfter = 10 * time.Minute
 
 // sessionID names a session on its user's sessions page: the hex of its

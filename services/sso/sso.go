@@ -147,10 +147,11 @@ func (s *SSO) Finish(ctx context.Context, redirectURL, state, code string) (Resu
 	}
 	email, _ := claims["email"].(string)
 	return Result{
-		Identity: accounts.Identity{Issuer: idt.Issuer, Subject: idt.Subject, Email: email, EmailVerified: truthy(claims["email_verified"])},
-		Grants:   s.rule.Grants(claims),
-		Next:     login.Next,
-		Claim:    claimValues(claims, s.rule.Claim),
+		Identity: accounts.Identity{Issuer: idt.Issuer, Subject: idt.Subject, Email: email, EmailVerified: truthy(claims["email_verified"]),
+			AuthTime: authTime(claims["auth_time"])},
+		Grants: s.rule.Grants(claims),
+		Next:   login.Next,
+		Claim:  claimValues(claims, s.rule.Claim),
 	}, nil
 }
 
@@ -181,6 +182,15 @@ func (s *SSO) take(ctx context.Context, state string) (models.SSOLogin, error) {
 		return login, ErrStateUnknown
 	}
 	return login, nil
+}
+
+// authTime reads auth_time, when the person last authenticated at the
+// provider (seconds since the epoch); zero when the provider did not say.
+func authTime(v any) time.Time {
+	if secs, ok := v.(float64); ok && secs > 0 {
+		return time.Unix(int64(secs), 0).UTC()
+	}
+	return time.Time{}
 }
 
 // truthy reads email_verified, which some providers send as a string.
