@@ -239,3 +239,80 @@ def test_worker_runs_in_the_background(agent: arbiter.Client, operator: arbiter.
         running.stop(10)
     assert not running.thread.is_alive()
     assert done.result == "sent in attempt 2"
+
+
+class PSPError(Exception):
+    """What a payment provider's SDK raises for an answer with a status."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status} from the provider")
+        self.status_code = status
+
+
+def _refuse(_: BaseException) -> str:
+    raise RuntimeError("the classifier has a bug")
+
+
+@pytest.mark.parametrize("settings,status,last,retriable", [
+    ({}, 422, "outcome_unknown", None),  # the default rule: a status proves nothing
+    ({"not_done_statuses": (400, 422)}, 422, "failed", False),
+    ({"not_done_statuses": (400, 422)}, 500, "outcome_unknown", None),
+    ({"classify": lambda e: "failed_retriable"}, 500, "failed", True),
+    ({"not_done_statuses": (422,), "classify": _refuse}, 422, "outcome_unknown", None),
+], ids=["default", "mapped", "unmapped", "classify", "classify-raises"])
+def test_worker_classifies_a_handlers_error_as_its_tool_says(
+        agent: arbiter.Client, operator: arbiter.Client, uniq: str,
+        settings: dict, status: int, last: str, retriable: "bool | None") -> None:
+    tool = f"payments.refund.{uniq}"
+    k = arbiter.key("refund", uniq)
+    a = crashed(agent, arbiter.Spec(key=k, tool=tool, effect="keyed"), lambda key: None)
+    operator.decide(a.id, "retry", "the provider has no such refund")
+    runs: List[int] = []
+
+    def run(attempt: arbiter.Attempt) -> None:
+        runs.append(attempt.number)
+        raise PSPError(status)
+
+    w = worker(agent)
+    w.handle(tool, run, **settings)
+    assert w.run_once() == 1
+    assert runs == [2]
+    entries = agent.entries(a.id)
+    assert entries[-1].type == last and entries[-1].attempt == 2
+    assert f"HTTP {status} from the provider" in entries[-1].payload["error"]
+    got = agent.action_by_key(k)
+    if last == "failed":
+        assert entries[-1].payload.get("retriable", False) is retriable
+        assert got.status == "failed"
+    else:
+        assert got.status == "timed_out"  # for a lookup, then a person
+
+
+@pytest.mark.parametrize("settings,recorded", [
+    ({}, "note"),  # the default rule: the undo may have happened, a person decides
+    ({"not_done_statuses": (422,)}, "compensation_failed"),
+], ids=["default", "mapped"])
+def test_worker_classifies_a_compensations_error_as_its_tool_says(
+        agent: arbiter.Client, operator: arbiter.Client, uniq: str, settings: dict, recorded: str) -> None:
+    tool = f"payments.refund.{uniq}"
+    k = arbiter.key("refund", uniq)
+    out = agent.run(arbiter.Spec(key=k, tool=tool, effect="keyed"), lambda a: "refunded")
+    assert out.action is not None
+    operator.decide(out.action.id, "compensate", "refunded the wrong order")
+
+    def undo(_: arbiter.Attempt) -> str:
+        raise PSPError(422)
+
+    w = worker(agent)
+    w.handle(tool, lambda a: pytest.fail("ran instead of compensating"), undo, **settings)
+    assert w.run_once() == 1
+    entries = agent.entries(out.action.id)
+    assert entries[-1].type == recorded
+    a = agent.action_by_key(k)
+    assert a.status == "compensation_requested"
+    if recorded == "note":
+        assert "compensation outcome unknown" in (entries[-1].payload.get("message") or "")
+        assert a.lease_until is not None  # held until its lease passes
+    else:
+        assert "HTTP 422 from the provider" in entries[-1].payload["error"]
+        assert a.lease_until is None  # released for the next try

@@ -9,7 +9,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Collection, Dict, List, Optional
 
 from . import execute
 from .errors import APIError, ArbiterError, HeldError, InProgressError, OutcomeUnknownError, Retriable
@@ -24,6 +24,7 @@ from .lookup import (
     lookup_result_entry,
     now,
 )
+from .outcomes import Classifier
 from .types import (
     COMPENSATION_REQUESTED,
     HELD,
@@ -49,6 +50,8 @@ class _Tool:
     run: Optional[Handler] = None
     compensate: Optional[Compensator] = None
     lookup: Optional[LookupFunc] = None
+    not_done_statuses: Collection[int] = ()
+    classify: Optional[Classifier] = None
 
     def statuses(self) -> List[str]:
         s = []
@@ -107,15 +110,27 @@ class Worker:
         self._tools: Dict[str, _Tool] = {}
         self._delays: Dict[str, _Delay] = {}
 
-    def handle(self, tool: str, run: Optional[Handler], compensate: Optional[Compensator] = None) -> None:
+    def handle(self, tool: str, run: Optional[Handler], compensate: Optional[Compensator] = None, *,
+               not_done_statuses: Collection[int] = (), classify: Optional[Classifier] = None) -> None:
         """Registers the function that performs tool's effect (called with
         an Attempt whose ``params`` are the action's stored params; it
         returns the result, or a Done with the external ref) and the one that
         undoes it (returns the undoing's id; None if the agent cannot undo
-        it)."""
+        it).
+
+        ``not_done_statuses`` and ``classify`` say how the handlers'
+        exceptions are read, as they do for arbiter.guard (see
+        arbiter.outcomes): the downstream HTTP statuses that prove the
+        effect did not happen (recorded ``failed``), and a callable that
+        replaces the rule. Without them the default rule applies: an
+        exception that does not prove the effect did not happen is recorded
+        ``outcome_unknown`` (for a compensation, the undo is left to a
+        person). A later handle() for the same tool replaces all three
+        settings; its lookup stays."""
         with self._mu:
             t = self._tools.setdefault(tool, _Tool())
             t.run, t.compensate = run, compensate
+            t.not_done_statuses, t.classify = tuple(not_done_statuses), classify
 
     def handle_lookup(self, tool: str, lookup: LookupFunc) -> None:
         """Registers how to find out whether tool's effect happened: the
@@ -223,7 +238,8 @@ class Worker:
     def _work(self, a: Action, t: _Tool) -> None:
         """Runs one action through the guard and logs what came of it."""
         spec = Spec(key=a.key, tool=a.tool, effect=a.effect, params=a.params, timeout=self._lease_of(a),
-                    agent=self.agent, reference=a.reference or "", compensate=t.compensate)
+                    agent=self.agent, reference=a.reference or "", compensate=t.compensate,
+                    not_done_statuses=t.not_done_statuses, classify=t.classify)
         ran = False
         handler = t.run
 
@@ -294,8 +310,9 @@ class Worker:
                           created_at=a.created_at)
         self.log.info("arbiter worker: looking up the timed-out %s", where)
         found = ask_downstream(t.lookup, q, self.lookup_timeout)
-        e = lookup_result_entry(spec.entry("lookup_result", a.attempt), found)
-        stored = execute.report(self.client, Attempt(action_id=a.id, key=a.key, tool=a.tool, number=a.attempt), e)
+        answer = lookup_result_entry(spec.entry("lookup_result", a.attempt), found)
+        stored = execute.report(self.client, Attempt(action_id=a.id, key=a.key, tool=a.tool, number=a.attempt),
+                                answer)
         status = stored.action.status if stored.action else ""
         self.log.info("arbiter worker: %s: the lookup answered %s; now %s", where, found.answer, status)
         if status == RETRY_REQUESTED and t.run is not None and stored.action is not None:

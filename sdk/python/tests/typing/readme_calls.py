@@ -72,3 +72,17 @@ client = arbiter.Client("http://127.0.0.1:8080", "ak_x")
 with client.guard(key=arbiter.key("ticket", "c1"), tool="tickets.open", params={"title": "t"}) as attempt:
     assert_type(attempt, arbiter.Attempt)
     attempt.record({"ticket": 7}, external_ref="T-7")
+
+
+def do_refund(attempt: arbiter.Attempt) -> arbiter.Done[Dict[str, str]]:
+    return arbiter.Done({"refund_id": "re_1"}, external_ref="re_1")
+
+
+def undo_refund(attempt: arbiter.Attempt) -> str:
+    return "ch_back_1"
+
+
+worker = arbiter.Worker(client, agent="refund-worker")
+worker.handle("payments.refund", run=do_refund, compensate=undo_refund, not_done_statuses=(400, 402, 404, 409, 422))
+worker.handle("payments.refund", do_refund,
+              classify=lambda exc: "failed" if isinstance(exc, KeyError) else "outcome_unknown")
