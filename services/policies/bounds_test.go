@@ -2,6 +2,7 @@ package policies
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -124,4 +125,38 @@ func TestEvaluationStopsWhenItsContextEnds(t *testing.T) {
 	cancel()
 	_, err = evalIn(ctx, prg, act)
 	require.ErrorIs(t, err, context.Canceled)
+}
+
+// TestBoundedEvaluationsTakeTurns: bounded evaluations run fewer at once
+// than there are processors, so a storm of them leaves one for other
+// requests; one that waits for its turn waits only as long as its request,
+// and light programs never wait. Not parallel: it fills the turns.
+func TestBoundedEvaluationsTakeTurns(t *testing.T) {
+	heavy, err := compile(`params.items.all(x, x >= 0.0)`)
+	require.NoError(t, err)
+	require.True(t, heavy.bounded)
+	light, err := compile(`agent == 'bot'`)
+	require.NoError(t, err)
+	require.False(t, light.bounded)
+	act := Facts{Agent: "bot", Params: map[string]any{"items": []any{1.0, 2.0}}}.activation()
+
+	for range cap(running) {
+		running <- struct{}{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = evalIn(ctx, heavy, act)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "no turn while every one is taken")
+	ok, err := evalIn(context.Background(), light, act)
+	require.NoError(t, err)
+	require.True(t, ok, "a light program takes no turn")
+
+	<-running
+	ok, err = evalIn(context.Background(), heavy, act)
+	require.NoError(t, err)
+	require.True(t, ok)
+	for range cap(running) - 1 {
+		<-running
+	}
+	require.Less(t, cap(running), max(2, runtime.GOMAXPROCS(0)))
 }

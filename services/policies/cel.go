@@ -3,6 +3,7 @@ package policies
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -14,6 +15,12 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 )
+
+// running holds a place for each bounded evaluation under way: they may
+// each take their whole bound, so they are kept to fewer than the
+// processors, and a storm of them leaves one free for every other request
+// (a light program, bounded by the checker, takes no place).
+var running = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1))
 
 // errTooLong is why an evaluation that ran out of time stopped.
 var errTooLong = fmt.Errorf("the condition ran longer than %v", evalTimeout)
@@ -134,9 +141,15 @@ func evalIn(ctx context.Context, prg *program, act interpreter.Activation) (bool
 	var out ref.Val
 	var err error
 	if prg.bounded {
+		select {
+		case running <- struct{}{}:
+		case <-ctx.Done():
+			return false, context.Cause(ctx)
+		}
 		ctx, cancel := context.WithTimeoutCause(ctx, evalTimeout, errTooLong)
 		out, _, err = prg.prg.ContextEval(ctx, act)
 		cancel()
+		<-running
 	} else {
 		out, _, err = prg.prg.Eval(act)
 	}

@@ -447,20 +447,25 @@ func (s *Service) Test(ctx context.Context, pr services.Principal, in TestInput)
 		return nil, services.DBError("policies: read recent intents", err)
 	}
 	res := &TestResult{Sample: []*record.Action{}}
-	deadline := time.Now().Add(s.testBudget)
+	budget, cancel := context.WithTimeout(ctx, s.testBudget)
+	defer cancel()
 	for _, a := range actions {
 		if err := context.Cause(ctx); err != nil {
 			return nil, fmt.Errorf("policies: test stopped: %w", err)
 		}
-		if time.Now().After(deadline) {
+		if budget.Err() != nil {
 			res.Partial = true
 			break
 		}
-		res.Examined++
 		if !toolMatches(rule.Tools, a.Tool) {
+			res.Examined++
 			continue
 		}
-		ok, err := evalIn(ctx, prg, factsOf(a).activation())
+		ok, err := evalIn(budget, prg, factsOf(a).activation())
+		if err != nil && budget.Err() != nil {
+			continue // stopped by the budget (or the caller), not examined
+		}
+		res.Examined++
 		if err != nil {
 			res.Errors++
 			ok = true
