@@ -77,6 +77,49 @@ type ApprovalQuery struct {
 // Call it before the ledger is used.
 func (l *Ledger) SetApprover(a Approver) { l.approver = a }
 
+// asked is the approver's answer about an intent that may be the first of
+// its key, asked before the write: conditions run under their own time
+// bound (package policies), and nothing another writer needs may wait for
+// them, least of all SQLite's single writer. Nil when it was not asked.
+type asked struct {
+	req *record.ApprovalRequest
+	err error
+	// at is the time the approver was asked with; the request's times are
+	// moved to the time the intent is recorded (requestAt).
+	at time.Time
+}
+
+// ask asks the approver about in before any write, if in is an intent that
+// may be the first of its key (one of a key known to exist is not asked).
+func (l *Ledger) ask(ctx context.Context, p Principal, in *EntryInput) *asked {
+	if l.approver == nil || in.Type != record.TypeIntent || l.known.has(p.Namespace, in.Key) {
+		return nil
+	}
+	now := l.now()
+	req, err := l.approvalFor(ctx, p.Namespace, in, p.Name, now)
+	return &asked{req: req, err: err, at: now}
+}
+
+// requestAt is what the intent needs when recorded at now: asked's answer
+// with its deadlines counted from now, or, when the approver was not asked
+// before (a key thought to exist that did not), the approver's answer now.
+func (l *Ledger) requestAt(ctx context.Context, a *asked, p Principal, in *EntryInput, now time.Time) (*record.ApprovalRequest, error) {
+	if a == nil {
+		return l.approvalFor(ctx, p.Namespace, in, p.Name, now)
+	}
+	if a.err != nil || a.req == nil {
+		return a.req, a.err
+	}
+	req := *a.req
+	d := now.Sub(a.at)
+	req.ExpiresAt = req.ExpiresAt.Add(d)
+	if req.EscalateAt != nil {
+		t := req.EscalateAt.Add(d)
+		req.EscalateAt = &t
+	}
+	return &req, nil
+}
+
 // approvalFor asks the approver about a first intent; nil without one.
 // The policies' agent is the API key's name (keyName), never the label the
 // entry chose, so an agent cannot step around a rule by naming itself

@@ -36,6 +36,8 @@ const stuckAfter = 10 * time.Millisecond
 type groupItem struct {
 	p  Principal
 	in *EntryInput
+	// asked is the approver's answer, asked before the write (approval.go).
+	asked *asked
 	// pl and ch are the new action's first entry, decided by decideNew
 	pl plan
 	ch *driver.Change

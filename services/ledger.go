@@ -144,7 +144,7 @@ func (l *Ledger) Submit(ctx context.Context, p Principal, raws [][]byte) ([]Entr
 	}
 	items := make([]*groupItem, len(valid))
 	for k, i := range valid {
-		items[k] = &groupItem{p: p, in: ins[i]}
+		items[k] = &groupItem{p: p, in: ins[i], asked: l.ask(ctx, p, ins[i])}
 	}
 	if err := l.inTxRetry(ctx, func(u *unit) error { return l.applyAll(ctx, u, items) }); err != nil {
 		return nil, err
@@ -202,7 +202,7 @@ func (l *Ledger) applyAll(ctx context.Context, u *unit, items []*groupItem) erro
 		if it.written {
 			continue
 		}
-		res, err := l.apply(ctx, u, it.p, it.in)
+		res, err := l.apply(ctx, u, it.p, it.in, it.asked)
 		if err != nil {
 			return err
 		}
@@ -216,7 +216,7 @@ func (l *Ledger) applyAll(ctx context.Context, u *unit, items []*groupItem) erro
 // true. Whether the key is new is learnt by writing.
 func (l *Ledger) decideNew(ctx context.Context, it *groupItem, now time.Time) (bool, error) {
 	actor := actorOf(it.p, it.in)
-	req, err := l.approvalFor(ctx, it.p.Namespace, it.in, it.p.Name, now)
+	req, err := l.requestAt(ctx, it.asked, it.p, it.in, now)
 	if err != nil {
 		return false, err
 	}
@@ -259,7 +259,7 @@ func (l *Ledger) insertNew(ctx context.Context, u *unit, items []*groupItem) err
 // action read only if its key exists already; with a single writer every
 // entry joins the writer's next transaction.
 func (l *Ledger) submitOne(ctx context.Context, p Principal, in *EntryInput) (EntryResult, error) {
-	it := &groupItem{p: p, in: in}
+	it := &groupItem{p: p, in: in, asked: l.ask(ctx, p, in)}
 	if !l.singleWriter {
 		created := false
 		if in.Type == record.TypeIntent && !l.known.has(p.Namespace, in.Key) {
@@ -269,7 +269,7 @@ func (l *Ledger) submitOne(ctx context.Context, p Principal, in *EntryInput) (En
 			}
 		}
 		if !created {
-			return l.applyAlone(ctx, p, in)
+			return l.applyAlone(ctx, p, in, it.asked)
 		}
 	}
 	l.group.do(it)
@@ -279,7 +279,7 @@ func (l *Ledger) submitOne(ctx context.Context, p Principal, in *EntryInput) (En
 	case it.written:
 		return it.res, nil
 	}
-	return l.applyAlone(ctx, p, in) // the key exists: decide on the stored action
+	return l.applyAlone(ctx, p, in, it.asked) // the key exists: decide on the stored action
 }
 
 // SubmitExisting answers one entry for a key whose action exists, as Submit
@@ -300,18 +300,18 @@ func (l *Ledger) SubmitExisting(ctx context.Context, p Principal, raw []byte) (E
 		e, _ := AsError(err)
 		return EntryResult{Key: in.Key, Type: in.Type, Outcome: record.OutcomeRejected, Error: e}, nil
 	}
-	return l.applyAlone(ctx, p, &in)
+	return l.applyAlone(ctx, p, &in, nil) // a new key is asked about on the bare executor, outside any transaction
 }
 
 // applyAlone decides and records one entry in its own statement or
 // transaction.
-func (l *Ledger) applyAlone(ctx context.Context, p Principal, in *EntryInput) (EntryResult, error) {
+func (l *Ledger) applyAlone(ctx context.Context, p Principal, in *EntryInput, a *asked) (EntryResult, error) {
 	u := l.single()
-	res, err := l.apply(ctx, u, p, in)
+	res, err := l.apply(ctx, u, p, in, a)
 	if errors.Is(err, errNeedsTx) {
 		err = l.inTx(ctx, func(u *unit) error {
 			var err error
-			res, err = l.apply(ctx, u, p, in)
+			res, err = l.apply(ctx, u, p, in, a)
 			return err
 		})
 		return res, err
@@ -374,8 +374,9 @@ func actorOf(p Principal, in *EntryInput) record.Actor {
 }
 
 // apply decides and records one valid entry, deciding again whenever another
-// writer changed the action first.
-func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput) (EntryResult, error) {
+// writer changed the action first. a is the approver's answer, asked
+// before the write, for an intent whose key turns out to be new.
+func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput, a *asked) (EntryResult, error) {
 	actor := actorOf(p, in)
 	for range maxRaces {
 		act, err := u.ex.ActionGetByKey(ctx, p.Namespace, in.Key)
@@ -401,7 +402,7 @@ func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput
 		}
 		var req *record.ApprovalRequest
 		if act == nil {
-			if req, err = l.approvalFor(ctx, p.Namespace, in, p.Name, now); err != nil {
+			if req, err = l.requestAt(ctx, a, p, in, now); err != nil {
 				return EntryResult{}, err
 			}
 		}

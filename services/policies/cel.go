@@ -1,23 +1,49 @@
 package policies
 
 import (
+	"context"
 	"fmt"
+	"runtime"
 	"strings"
+	"time"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
+	celenv "github.com/google/cel-go/common/env"
+	"github.com/google/cel-go/common/overloads"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 )
 
-// costLimit bounds one evaluation of a condition (CEL's cost units, about
-// one per operation or byte compared): a condition that would run longer
-// fails, and a failed condition holds the intent (fail closed).
-const costLimit = 100_000
+// running holds a place for each bounded evaluation under way: they may
+// each take their whole bound, so they are kept to fewer than the
+// processors, and a storm of them leaves one free for every other request
+// (a light program, bounded by the checker, takes no place).
+var running = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1))
 
-// env is the declared environment every condition is checked against.
-var env = func() *cel.Env {
-	e, err := cel.NewEnv(
+// errTooLong is why an evaluation that ran out of time stopped.
+var errTooLong = fmt.Errorf("the condition ran longer than %v", evalTimeout)
+
+// Each evaluation of a condition is bounded in cost and in time; a
+// condition that reaches either bound fails, and a failed condition holds
+// the intent (fail closed), with the bound it reached as its error.
+const (
+	// costLimit is in CEL's cost units: about one per operation, a tenth
+	// per byte traversed, and for `matches` the input's length times its
+	// compiled program (regex.go).
+	costLimit = 100_000
+	// evalTimeout bounds the time of one evaluation: comprehensions
+	// (all, exists, map, filter) check it every interruptEvery iterations.
+	evalTimeout    = 100 * time.Millisecond
+	interruptEvery = 100
+)
+
+// celEnv is the declared environment every condition is checked against.
+var celEnv = func() *cel.Env {
+	// The standard library without its `matches`, which regex.go replaces.
+	std := celenv.NewLibrarySubset().AddExcludedFunctions(celenv.NewFunction(overloads.Matches))
+	e, err := cel.NewCustomEnv(cel.StdLib(cel.StdLibSubset(std)),
 		cel.Variable("tool", cel.StringType),
 		cel.Variable("effect", cel.StringType),
 		cel.Variable("agent", cel.StringType),
@@ -25,6 +51,7 @@ var env = func() *cel.Env {
 		cel.Variable("reference", cel.StringType),
 		cel.Variable("run_id", cel.StringType),
 		cel.Variable("params", cel.MapType(cel.StringType, cel.DynType)),
+		matchesLib,
 	)
 	if err != nil {
 		panic(fmt.Sprintf("policies: CEL environment: %v", err))
@@ -32,13 +59,21 @@ var env = func() *cel.Env {
 	return e
 }()
 
+// program is a compiled condition. A bounded one counts its cost and
+// watches its deadline as it runs; the others are those whose cost the
+// checker bounds below the limit, which need neither.
+type program struct {
+	prg     cel.Program
+	bounded bool
+}
+
 // compile type-checks a condition and returns its program; the error is the
 // compiler's message, for the person who wrote it.
-func compile(condition string) (cel.Program, error) {
+func compile(condition string) (*program, error) {
 	if strings.TrimSpace(condition) == "" {
 		return nil, nil
 	}
-	ast, iss := env.Compile(condition)
+	ast, iss := celEnv.Compile(condition)
 	if iss != nil && iss.Err() != nil {
 		return nil, fmt.Errorf("%s", iss.Err().Error())
 	}
@@ -48,15 +83,19 @@ func compile(condition string) (cel.Program, error) {
 	// A condition whose cost the checker can bound below the limit runs
 	// without counting its cost; the others count it as they run, which
 	// costs them about three times as long.
-	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
-	if est, err := env.EstimateCost(ast, sizeless{}); err != nil || est.Max > costLimit {
-		opts = append(opts, cel.CostLimit(costLimit))
+	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize),
+		cel.OptimizeRegex(constantRegex(overloads.Matches), constantRegex(overloads.MatchesString))}
+	bounded := false
+	if est, err := celEnv.EstimateCost(ast, sizeless{}); err != nil || est.Max > costLimit {
+		bounded = true
+		opts = append(opts, cel.CostLimit(costLimit), cel.CostTracking(callCosts{}),
+			cel.InterruptCheckFrequency(interruptEvery))
 	}
-	prg, err := env.Program(ast, opts...)
+	prg, err := celEnv.Program(ast, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return prg, nil
+	return &program{prg: prg, bounded: bounded}, nil
 }
 
 // sizeless is a cost estimator that knows no sizes: strings and params may
@@ -89,16 +128,31 @@ func (f Facts) activation() interpreter.Activation {
 }
 
 // eval runs a program on facts: matched, or the error that made it fail.
-func eval(prg cel.Program, f Facts) (bool, error) {
-	return evalIn(prg, f.activation())
+func eval(prg *program, f Facts) (bool, error) {
+	return evalIn(context.Background(), prg, f.activation())
 }
 
-// evalIn runs a program on an activation; no program matches everything.
-func evalIn(prg cel.Program, act interpreter.Activation) (bool, error) {
+// evalIn runs a program on an activation, for at most evalTimeout and
+// until ctx ends; no program matches everything.
+func evalIn(ctx context.Context, prg *program, act interpreter.Activation) (bool, error) {
 	if prg == nil {
 		return true, nil
 	}
-	out, _, err := prg.Eval(act)
+	var out ref.Val
+	var err error
+	if prg.bounded {
+		select {
+		case running <- struct{}{}:
+		case <-ctx.Done():
+			return false, context.Cause(ctx)
+		}
+		ctx, cancel := context.WithTimeoutCause(ctx, evalTimeout, errTooLong)
+		out, _, err = prg.prg.ContextEval(ctx, act)
+		cancel()
+		<-running
+	} else {
+		out, _, err = prg.prg.Eval(act)
+	}
 	if err != nil {
 		return false, err
 	}

@@ -4,6 +4,8 @@
 // distinct people must approve and when the approval escalates and
 // expires. Every change writes a new version, and versions stay readable
 // after a delete, for the actions a version caught. The ledger asks
-// Matcher.Require for each new key's first intent; compiled programs are
-// cached by policy version.
+// Service.Require for each new key's first intent, before it writes;
+// compiled programs are cached by policy version, and every evaluation runs
+// under a cost and a time bound (cel.go) that covers regular expressions
+// (regex.go) and operators on params (cost.go).
 package policies

@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -19,13 +20,14 @@ func BenchmarkTenConditions(b *testing.B) {
 		prgs = append(prgs, &compiled{prg: prg})
 	}
 	raw := json.RawMessage(`{"n":1}`)
+	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
 		f := Facts{Tool: "bench.write", Effect: "keyed", Agent: "bench", Namespace: "bench"}
 		_ = json.Unmarshal(raw, &f.Params)
 		act := f.activation()
 		for _, c := range prgs {
-			if ok, err := evalIn(c.prg, act); ok || err != nil {
+			if ok, err := evalIn(ctx, c.prg, act); ok || err != nil {
 				b.Fatal(ok, err)
 			}
 		}

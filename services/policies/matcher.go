@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/interpreter"
 
 	"github.com/arbiter-ledger/arbiter/models"
@@ -32,7 +31,7 @@ type progKey struct {
 }
 
 type compiled struct {
-	prg cel.Program
+	prg *program
 	err error
 }
 
@@ -68,7 +67,7 @@ func (s *Service) enabled(ctx context.Context, ns string) ([]*Policy, error) {
 }
 
 // program returns the compiled condition of a policy version.
-func (s *Service) program(p *Policy) (cel.Program, error) {
+func (s *Service) program(p *Policy) (*program, error) {
 	k := progKey{p.ID, p.Version}
 	s.mu.Lock()
 	c, ok := s.progs[k]
@@ -86,7 +85,8 @@ func (s *Service) program(p *Policy) (cel.Program, error) {
 // Require says what a first intent needs before it may run: nil when no
 // enabled policy of its namespace catches it. Tools are matched first;
 // conditions run only for the policies whose tools match. A condition that
-// fails at run time counts as a match (fail closed) and its error is kept.
+// fails at run time, or reaches its cost or time bound (cel.go), counts as
+// a match (fail closed) and its error is kept.
 // Of several matches, the largest number of approvals and the earliest
 // expiry and escalation win.
 func (s *Service) Require(ctx context.Context, q services.ApprovalQuery) (*record.ApprovalRequest, error) {
@@ -111,7 +111,11 @@ func (s *Service) Require(ctx context.Context, q services.ApprovalQuery) (*recor
 		matched := true
 		if err != nil {
 			evalErr = err
-		} else if matched, evalErr = evalIn(prg, act); evalErr != nil {
+		} else if matched, evalErr = evalIn(ctx, prg, act); evalErr != nil {
+			if ctx.Err() != nil {
+				// The request ended (its client left): nothing is recorded.
+				return nil, fmt.Errorf("policies: evaluate %q: %w", p.Name, context.Cause(ctx))
+			}
 			matched = true
 		}
 		if !matched {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,9 @@ const (
 	MaxTestLimit         = 10000
 	testSample           = 5
 	policyCacheFreshness = time.Second
+	// DefaultTestBudget bounds the time of one policy test in all; each
+	// evaluation has its own bound besides (cel.go).
+	DefaultTestBudget = 5 * time.Second
 )
 
 // Policy is a policy as the API shows it.
@@ -84,12 +88,17 @@ type TestResult struct {
 	// Errors counts intents the condition failed on (they count as
 	// matched: fail closed).
 	Errors int `json:"errors"`
+	// Partial says the test ran out of its time budget before it examined
+	// every intent it read; Examined counts those it did.
+	Partial bool `json:"partial"`
 }
 
 // Service manages policies and matches first intents against them.
 type Service struct {
 	st  *services.Store
 	now func() time.Time
+	// testBudget bounds one Test (DefaultTestBudget).
+	testBudget time.Duration
 
 	mu    sync.Mutex
 	cache map[string]*nsPolicies // by namespace
@@ -98,7 +107,8 @@ type Service struct {
 
 // New returns the policy service on st.
 func New(st *services.Store) *Service {
-	return &Service{st: st, now: services.Now, cache: map[string]*nsPolicies{}, progs: map[progKey]*compiled{}}
+	return &Service{st: st, now: services.Now, testBudget: DefaultTestBudget, cache: map[string]*nsPolicies{},
+		progs: map[progKey]*compiled{}}
 }
 
 func invalid(format string, args ...any) error {
@@ -404,7 +414,9 @@ func (s *Service) Versions(ctx context.Context, pr services.Principal, id string
 }
 
 // Test evaluates a rule, without saving it, on the namespace's latest first
-// intents (its actions, newest first). Nothing is written.
+// intents (its actions, newest first). Nothing is written. It stops when
+// ctx ends (the client left), and answers what it examined when its time
+// budget runs out.
 func (s *Service) Test(ctx context.Context, pr services.Principal, in TestInput) (*TestResult, error) {
 	// Admins only: it runs a condition of the caller's choosing over the
 	// ledger.
@@ -434,12 +446,26 @@ func (s *Service) Test(ctx context.Context, pr services.Principal, in TestInput)
 	if err != nil {
 		return nil, services.DBError("policies: read recent intents", err)
 	}
-	res := &TestResult{Examined: len(actions), Sample: []*record.Action{}}
+	res := &TestResult{Sample: []*record.Action{}}
+	budget, cancel := context.WithTimeout(ctx, s.testBudget)
+	defer cancel()
 	for _, a := range actions {
+		if err := context.Cause(ctx); err != nil {
+			return nil, fmt.Errorf("policies: test stopped: %w", err)
+		}
+		if budget.Err() != nil {
+			res.Partial = true
+			break
+		}
 		if !toolMatches(rule.Tools, a.Tool) {
+			res.Examined++
 			continue
 		}
-		ok, err := eval(prg, factsOf(a))
+		ok, err := evalIn(budget, prg, factsOf(a).activation())
+		if err != nil && budget.Err() != nil {
+			continue // stopped by the budget (or the caller), not examined
+		}
+		res.Examined++
 		if err != nil {
 			res.Errors++
 			ok = true

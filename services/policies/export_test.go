@@ -1,0 +1,10 @@
+package policies
+
+import "time"
+
+// SetTestBudget sets how long one Test of s may run in all.
+func SetTestBudget(s *Service, d time.Duration) { s.testBudget = d }
+
+// Slowdown is how much slower code runs in this test binary (the race
+// detector), for tests that bound a time.
+const Slowdown = slowdown

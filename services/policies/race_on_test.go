@@ -1,0 +1,7 @@
+//go:build race
+
+package policies
+
+// slowdown is how much slower code runs under the race detector, for the
+// tests that bound a time (regular expressions are slowed most).
+const slowdown = 20
