@@ -1,9 +1,9 @@
 package web
 
 import (
-	"cmp"
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
