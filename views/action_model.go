@@ -3,7 +3,6 @@ package views
 import (
 	"encoding/json"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/arbiter-ledger/arbiter/services/webhooks"
@@ -18,9 +17,6 @@ import (
 type ActionView struct {
 	Action  *record.Action
 	Entries []*record.Entry // oldest first, ending with the entry that made Action's state
-	// Older is the seq the page before Entries ends below; 0 when Entries
-	// starts at the first entry.
-	Older int
 	Now     time.Time
 	CSRF    string
 	// CanDecide is whether the signed-in user may decide; a viewer gets a
@@ -37,6 +33,9 @@ type ActionView struct {
 	// Deliveries are the webhook deliveries the action's changes caused,
 	// newest first.
 	Deliveries []*webhooks.Delivery
+	// Older is the seq the page before Entries ends below; 0 when Entries
+	// starts at the first entry.
+	Older int
 }
 
 // DecisionForm is what the operator typed, kept when a decision is refused
@@ -67,11 +66,6 @@ func (v ActionView) SeenSeq() int {
 		return 0
 	}
 	return v.Entries[len(v.Entries)-1].Seq
-}
-
-// olderURL loads the page of the timeline before the one shown.
-func olderURL(v ActionView) string {
-	return "/actions/" + v.Action.ID + "/timeline?before=" + strconv.Itoa(v.Older)
 }
 
 // Allowed lists the decisions the action's status allows now.

@@ -816,4 +816,9 @@ func decisionEntry(p entryPayload) templ.Component {
 	})
 }
 
+// olderURL loads the page of the timeline before the one shown.
+func olderURL(v ActionView) string {
+	return "/actions/" + v.Action.ID + "/timeline?before=" + strconv.Itoa(v.Older)
+}
+
 var _ = templruntime.GeneratedTemplate
