@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"iter"
 	"net/url"
 	"strconv"
 	"strings"
@@ -117,16 +118,73 @@ func (c *Client) ListActions(ctx context.Context, o ListOptions) (*ActionPage, e
 	return &p, nil
 }
 
-// Entries returns the timeline of the action with the given id, oldest
-// first.
-func (c *Client) Entries(ctx context.Context, id string) ([]LedgerEntry, error) {
-	var out struct {
-		Entries []LedgerEntry `json:"entries"`
+// EntriesOptions select one page of a timeline.
+type EntriesOptions struct {
+	Limit  int    // 1–1000, default 1000
+	Cursor string // EntryPage.NextCursor of the previous page
+}
+
+// EntryPage is one page of a timeline, oldest first. A page holds at most
+// its limit of entries and about 4 MiB.
+type EntryPage struct {
+	Entries []LedgerEntry `json:"entries"`
+	// NextCursor fetches the next page; empty on the last one.
+	NextCursor string `json:"next_cursor"`
+}
+
+// EntriesPage returns one page of the timeline of the action with the
+// given id, oldest first.
+func (c *Client) EntriesPage(ctx context.Context, id string, o EntriesOptions) (*EntryPage, error) {
+	q := url.Values{}
+	if o.Limit != 0 {
+		q.Set("limit", strconv.Itoa(o.Limit))
 	}
-	if err := c.call(ctx, "Entries", id, nil, nil, &out); err != nil {
+	if o.Cursor != "" {
+		q.Set("cursor", o.Cursor)
+	}
+	var p EntryPage
+	if err := c.call(ctx, "EntriesPage", id, q, nil, &p); err != nil {
 		return nil, err
 	}
-	return out.Entries, nil
+	return &p, nil
+}
+
+// Entries returns the whole timeline of the action with the given id,
+// oldest first, reading it page by page.
+func (c *Client) Entries(ctx context.Context, id string) ([]LedgerEntry, error) {
+	var all []LedgerEntry
+	for e, err := range c.AllEntries(ctx, id, EntriesOptions{}) {
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, e)
+	}
+	return all, nil
+}
+
+// AllEntries iterates over the timeline of the action with the given id,
+// oldest first, from o.Cursor (the start when empty) in pages of o.Limit,
+// fetching the next page as the loop reaches it. An error ends the
+// iteration as its last value.
+func (c *Client) AllEntries(ctx context.Context, id string, o EntriesOptions) iter.Seq2[LedgerEntry, error] {
+	return func(yield func(LedgerEntry, error) bool) {
+		for {
+			p, err := c.EntriesPage(ctx, id, o)
+			if err != nil {
+				yield(LedgerEntry{}, err)
+				return
+			}
+			for _, e := range p.Entries {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if p.NextCursor == "" || p.NextCursor == o.Cursor {
+				return
+			}
+			o.Cursor = p.NextCursor
+		}
+	}
 }
 
 // Decide takes an operator decision on the action with the given id (an

@@ -16,7 +16,7 @@ import (
 
 // composite are the exported methods of *Client that call no single route
 // of their own. Every other exported method must be in the routes table.
-var composite = []string{"ActionURL", "Guard"}
+var composite = []string{"ActionURL", "Guard", "Entries", "AllEntries"}
 
 // TestRoutesMatchOpenAPI keeps the client and the API contract in step:
 // every documented operation has a client method, every client method
@@ -114,7 +114,7 @@ func TestMethodsSendTheirRoute(t *testing.T) {
 			return err
 		},
 		"Action":        func() error { _, err := c.Action(ctx, id); return err },
-		"Entries":       func() error { _, err := c.Entries(ctx, id); return err },
+		"EntriesPage":   func() error { _, err := c.EntriesPage(ctx, id, EntriesOptions{}); return err },
 		"Decide":        func() error { _, err := c.Decide(ctx, id, Decision{}); return err },
 		"DecideMany":    func() error { _, err := c.DecideMany(ctx, BulkDecision{}); return err },
 		"CreateWebhook": func() error { _, err := c.CreateWebhook(ctx, WebhookInput{}); return err },

@@ -21,7 +21,7 @@ var routes = map[string]route{
 	"ActionByKey":   {http.MethodGet, "/v1/actions"},
 	"ActionByKeyIn": {http.MethodGet, "/v1/actions"},
 	"Action":        {http.MethodGet, "/v1/actions/{id}"},
-	"Entries":       {http.MethodGet, "/v1/actions/{id}/entries"},
+	"EntriesPage":   {http.MethodGet, "/v1/actions/{id}/entries"},
 	"Decide":        {http.MethodPost, "/v1/actions/{id}/decisions"},
 	"DecideMany":    {http.MethodPost, "/v1/decisions"},
 

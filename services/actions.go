@@ -72,6 +72,12 @@ type ActionFilter struct {
 // MaxListLimit bounds one page of a list.
 const MaxListLimit = 500
 
+// MaxPageBytes bounds what one page of a list or a timeline holds: at 64
+// KiB of params and as much of result, 500 actions would be a 60 MB answer,
+// built whole in memory. A page stops at the item that reaches it and its
+// next_cursor continues from there.
+const MaxPageBytes = 4 << 20
+
 // ActionPage is one page of a list, newest first.
 type ActionPage struct {
 	Actions    []*record.Action `json:"actions"`
@@ -93,7 +99,7 @@ func (l *Ledger) List(ctx context.Context, p Principal, f ActionFilter) (*Action
 		}
 	}
 	q := &driver.ActionListParams{Tool: f.Tool, Agent: f.Agent, Since: f.Since, Until: f.Until, Search: f.Search,
-		Limit: f.Limit + 1}
+		Limit: f.Limit + 1, MaxBytes: MaxPageBytes}
 	var none bool
 	if q.Namespace, q.Namespaces, none = p.Scope(f.Namespace); none {
 		return &ActionPage{Actions: []*record.Action{}}, nil
@@ -117,11 +123,14 @@ func (l *Ledger) List(ctx context.Context, p Principal, f ActionFilter) (*Action
 	}
 	page := &ActionPage{Actions: make([]*record.Action, 0, f.Limit)}
 	page.Actions = append(page.Actions, actions...)
-	if len(page.Actions) > f.Limit {
+	switch {
+	case len(page.Actions) > f.Limit:
 		page.Actions = page.Actions[:f.Limit]
-		c := encodeCursor(page.Actions[f.Limit-1].ID)
-		page.NextCursor = &c
+	case !budgetSpent(page.Actions, driver.ActionBytes):
+		return page, nil
 	}
+	c := encodeCursor(page.Actions[len(page.Actions)-1].ID)
+	page.NextCursor = &c
 	return page, nil
 }
 
@@ -135,15 +144,6 @@ func decodeCursor(c string) (string, error) {
 		}
 	}
 	return "", Errorf(CodeInvalid, "cursor %q is not one this server issued", c)
-}
-
-// Entries returns the timeline of an action, oldest first.
-func (l *Ledger) Entries(ctx context.Context, p Principal, actionID string) ([]*record.Entry, error) {
-	if _, err := l.Action(ctx, p, actionID); err != nil {
-		return nil, err
-	}
-	es, err := l.st.ex.EntryList(ctx, actionID)
-	return es, DBErrorOrNil("ledger: read entries", err)
 }
 
 // CountByStatus counts actions per status, over every namespace.

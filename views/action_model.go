@@ -36,6 +36,9 @@ type ActionView struct {
 	// Admin is whether the signed-in user manages webhook endpoints: a
 	// delivery links to its endpoint's page for them.
 	Admin bool
+	// Older is the seq the page before Entries ends below; 0 when Entries
+	// starts at the first entry.
+	Older int
 }
 
 // DecisionForm is what the operator typed, kept when a decision is refused

@@ -20,7 +20,7 @@ import (
 
 // actionLedger is what one action's pages need from the ledger.
 type actionLedger interface {
-	ActionWithTimeline(ctx context.Context, p services.Principal, id string) (*record.Action, []*record.Entry, error)
+	ActionWithTimeline(ctx context.Context, p services.Principal, id string, before, limit int) (*record.Action, *services.TimelineWindow, error)
 	Decide(ctx context.Context, p services.Principal, actionID string, d services.DecisionInput) (*record.Action, *record.Entry, error)
 }
 
@@ -53,12 +53,36 @@ func (h *actionPages) page(c echo.Context) error {
 	return h.show(c, http.StatusOK, v)
 }
 
+// timelinePageSize bounds the entries one dashboard page shows; a page is
+// also bounded by bytes (services.MaxPageBytes).
+const timelinePageSize = 100
+
+// timeline answers the timeline alone: its newest page for the refresh
+// link, or with before=SEQ the page of entries older than SEQ, which htmx
+// puts in the place of the "Older entries" link and a browser without
+// JavaScript shows on a page of its own.
 func (h *actionPages) timeline(c echo.Context) error {
-	v, err := h.view(c)
+	before := 0
+	if q := c.QueryParams(); q.Has("before") {
+		n, err := strconv.Atoi(q.Get("before"))
+		if err != nil || n < 1 {
+			return services.Errorf(services.CodeInvalid, "before must be the seq of an entry")
+		}
+		before = n
+	}
+	a, w, err := h.ledger.ActionWithTimeline(c.Request().Context(), principal(c), c.Param("id"), before, timelinePageSize)
 	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.ActionTimeline(v))
+	v := views.ActionView{Action: a, Entries: w.Entries, Older: w.Older, Now: time.Now().UTC()}
+	c.Response().Header().Add("Vary", "HX-Request")
+	switch {
+	case isHTMX(c) && before > 0:
+		return render(c, http.StatusOK, views.TimelinePage(v))
+	case isHTMX(c) || before == 0:
+		return render(c, http.StatusOK, views.ActionTimeline(v))
+	}
+	return render(c, http.StatusOK, views.ActionTimelinePage(h.pageFor(c, "Older entries of "+a.Key, "actions"), v))
 }
 
 // decide takes a decision from the panel. Without JavaScript it answers a
@@ -147,11 +171,11 @@ func (h *actionPages) show(c echo.Context, status int, v views.ActionView) error
 
 // view reads the action and its timeline for the signed-in user.
 func (h *actionPages) view(c echo.Context) (views.ActionView, error) {
-	a, es, err := h.ledger.ActionWithTimeline(c.Request().Context(), principal(c), c.Param("id"))
+	a, w, err := h.ledger.ActionWithTimeline(c.Request().Context(), principal(c), c.Param("id"), 0, timelinePageSize)
 	if err != nil {
 		return views.ActionView{}, err
 	}
-	v := views.ActionView{Action: a, Entries: es, Now: time.Now().UTC()}
+	v := views.ActionView{Action: a, Entries: w.Entries, Older: w.Older, Now: time.Now().UTC()}
 	if h.hooks != nil {
 		if v.Deliveries, err = h.hooks.ActionDeliveries(c.Request().Context(), principal(c), a); err != nil {
 			return views.ActionView{}, err

@@ -20,7 +20,7 @@ type actionReader interface {
 	Action(ctx context.Context, p services.Principal, id string) (*record.Action, error)
 	ActionByKey(ctx context.Context, p services.Principal, ns, key string) (*record.Action, error)
 	List(ctx context.Context, p services.Principal, f services.ActionFilter) (*services.ActionPage, error)
-	Entries(ctx context.Context, p services.Principal, actionID string) ([]*record.Entry, error)
+	Timeline(ctx context.Context, p services.Principal, actionID string, q services.TimelineQuery) (*services.EntryPage, error)
 	Decide(ctx context.Context, p services.Principal, actionID string, d services.DecisionInput) (*record.Action, *record.Entry, error)
 }
 
@@ -98,16 +98,32 @@ func (h *actionsHandler) get(c echo.Context) error {
 	return c.JSON(http.StatusOK, a)
 }
 
-type entriesResponse struct {
-	Entries []*record.Entry `json:"entries"`
-}
+var timelineParams = map[string]bool{"limit": true, "cursor": true}
 
+// entries answers one page of the action's timeline, oldest first.
 func (h *actionsHandler) entries(c echo.Context) error {
-	es, err := h.ledger.Entries(c.Request().Context(), principal(c), c.Param("id"))
+	q := c.QueryParams()
+	for k := range q {
+		if !timelineParams[k] {
+			return services.Errorf(services.CodeInvalid, "unknown query parameter %q", k)
+		}
+	}
+	tq := services.TimelineQuery{Cursor: q.Get("cursor")}
+	if q.Has("limit") {
+		n, err := strconv.Atoi(q.Get("limit"))
+		if err != nil || n < 1 {
+			return services.Errorf(services.CodeInvalid, "limit must be an integer between 1 and %d", services.MaxTimelineLimit)
+		}
+		tq.Limit = n
+	}
+	if q.Has("cursor") && tq.Cursor == "" {
+		return services.Errorf(services.CodeInvalid, "cursor must be the next_cursor of a previous page")
+	}
+	page, err := h.ledger.Timeline(c.Request().Context(), principal(c), c.Param("id"), tq)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, entriesResponse{Entries: es})
+	return c.JSON(http.StatusOK, page)
 }
 
 type decisionResponse struct {

@@ -3,6 +3,7 @@ package web
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,6 +50,9 @@ type entriesHandler struct {
 	// keys authenticates a waiting request's key again before its released
 	// intent is applied: a key revoked meanwhile starts nothing.
 	keys authenticator
+	// writeTimeout is given again to a request that waited in await, whose
+	// wait may outlast the server's write deadline.
+	writeTimeout time.Duration
 	// waits counts the requests waiting now, parked or not; beyond
 	// maxWaiters a request is answered at once. maxWaiters 0 is
 	// DefaultMaxWaiters, negative lets no request wait.
@@ -133,6 +137,7 @@ func (h *entriesHandler) submit(c echo.Context) error {
 		}
 		r, err = h.await(c, r, raws, wait)
 		h.waits.Add(-1)
+		writeWithin(c.Response(), cmp.Or(h.writeTimeout, DefaultWriteTimeout))
 		if err != nil {
 			return err
 		}

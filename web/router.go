@@ -5,6 +5,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/arbiter-ledger/arbiter/services/accounts"
 	"github.com/arbiter-ledger/arbiter/services/policies"
@@ -47,6 +48,11 @@ type Deps struct {
 	// LocalPasswordsOff leaves single sign-on the only way in
 	// (ARBITER_LOCAL_PASSWORDS=false); it needs SSO.
 	LocalPasswordsOff bool
+	// WriteTimeout is the server's write deadline (ARBITER_WRITE_TIMEOUT;
+	// zero is DefaultWriteTimeout): a client that has not read its answer
+	// by then is dropped. Event streams push it back before each write, so
+	// a stream outlives it while its client keeps reading.
+	WriteTimeout time.Duration
 	// MaxWaiters bounds the requests waiting at once with Prefer: wait
 	// (ARBITER_MAX_WAITERS); beyond it a request is answered at once.
 	// Zero is DefaultMaxWaiters; negative lets no request wait.
@@ -89,7 +95,7 @@ func New(d Deps) *echo.Echo {
 	// unknown method on a known path answers 405, not 401 or 404.
 	key := requireAPIKey(d.Keys)
 	api := e.Group("/v1")
-	entries := &entriesHandler{ledger: d.Ledger, metrics: d.Metrics, release: &releaser{ledger: d.Ledger}, keys: d.Keys, maxWaiters: int64(d.MaxWaiters)}
+	entries := &entriesHandler{ledger: d.Ledger, metrics: d.Metrics, release: &releaser{ledger: d.Ledger}, keys: d.Keys, maxWaiters: int64(d.MaxWaiters), writeTimeout: d.WriteTimeout}
 	api.POST("/entries", entries.submit, key)
 	actions := &actionsHandler{ledger: d.Ledger}
 	api.GET("/actions", actions.list, key)

@@ -139,6 +139,7 @@ func (h *triagePages) events(c echo.Context) error {
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprintf(w, "retry: %d\n\n", reconnectAfter.Milliseconds())
+	writeWithin(w, h.writeTimeout)
 	w.Flush()
 
 	wake, leave := h.feed.join()
@@ -194,6 +195,7 @@ func (h *triagePages) events(c echo.Context) error {
 		if err != nil {
 			return nil // the browser went away
 		}
+		writeWithin(w, h.writeTimeout)
 		w.Flush()
 	}
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -42,6 +43,7 @@ type triagePages struct {
 	// stream's session is still live.
 	sessions          sessionStore
 	sessionCheckEvery time.Duration
+	writeTimeout      time.Duration // each write of a stream gets this long
 }
 
 func newTriagePages(dash *dashboard, d Deps) *triagePages {
@@ -49,7 +51,7 @@ func newTriagePages(dash *dashboard, d Deps) *triagePages {
 		feed: newTriageFeed(func(ctx context.Context) (string, error) {
 			return d.Ledger.TriageStamp(ctx, services.Principal{Role: services.RoleAdmin})
 		}, d.Log), done: d.Done,
-		sessions: d.Accounts, sessionCheckEvery: sessionCheckEvery}
+		sessions: d.Accounts, sessionCheckEvery: sessionCheckEvery, writeTimeout: cmp.Or(d.WriteTimeout, DefaultWriteTimeout)}
 }
 
 // page is the queue with the counts above it.

@@ -38,6 +38,7 @@ type serveCmd struct {
 	TrustedProxies      []string      `name:"trusted-proxies" env:"ARBITER_TRUSTED_PROXIES" sep:"," help:"CIDRs of the proxies and load balancers in front of Arbiter, comma-separated; X-Forwarded-For is read only from them."`
 	MetricsAddr         string        `name:"metrics-addr" env:"ARBITER_METRICS_ADDR" help:"Serve /metrics on this address only, not on the main listener (the production setting)."`
 	PprofAddr           string        `name:"pprof-addr" env:"ARBITER_PPROF_ADDR" help:"Serve Go's profiler (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; keep it on loopback, it shows the process's internals."`
+	WriteTimeout        time.Duration `name:"write-timeout" env:"ARBITER_WRITE_TIMEOUT" default:"30s" help:"A client that has not read its whole answer this long after sending its request is dropped (event streams and waiting requests keep their own deadlines)."`
 	MaxWaiters          int           `name:"max-waiters" env:"ARBITER_MAX_WAITERS" default:"10000" help:"Requests that may wait for a decision (Prefer: wait) at once; beyond it a request is answered at once, pending approval. Lowered at start so waiters leave at least 1,000 open files (half of a small limit) to other requests."`
 	AdminPasswordFile   string        `name:"admin-password-file" env:"ARBITER_ADMIN_PASSWORD_FILE" default:"arbiter-data/initial-admin-password" help:"Where the first start writes the first admin's password (mode 0600)."`
 
@@ -83,6 +84,9 @@ func (s *serveCmd) validate() error {
 	if _, err := web.ParseTrustedProxies(s.TrustedProxies); err != nil {
 		return fmt.Errorf("--trusted-proxies: %w", err)
 	}
+	if s.WriteTimeout < 0 {
+		return fmt.Errorf("--write-timeout (ARBITER_WRITE_TIMEOUT) must not be negative, got %s", s.WriteTimeout)
+	}
 	if s.MaxWaiters < 0 {
 		return fmt.Errorf("--max-waiters (ARBITER_MAX_WAITERS) is %d: give 0 (no request waits) or more", s.MaxWaiters)
 	}
@@ -113,6 +117,26 @@ func (s *serveCmd) singleSignOn(ctx context.Context, st *services.Store) (*sso.S
 	}
 	return sso.New(ctx, st, sso.Config{Issuer: s.OIDCIssuer, ClientID: s.OIDCClientID, ClientSecret: s.OIDCClientSecret,
 		Scopes: s.OIDCScopes, RoleClaim: s.OIDCRoleClaim, Groups: s.OIDCGroups})
+}
+
+// writeTimeout is --write-timeout; a serveCmd built in code (the demo)
+// leaves it zero and gets the default.
+func (s *serveCmd) writeTimeout() time.Duration {
+	if s.WriteTimeout == 0 {
+		return web.DefaultWriteTimeout
+	}
+	return s.WriteTimeout
+}
+
+// apiServer is the HTTP server of the API and the dashboard, with the
+// bounds that keep a client from holding the server's memory and
+// connections (SPEC, Running it): request headers within 10 s, the body
+// within 60 s, and the whole answer read within writeTimeout of the
+// request, or the connection is closed. Event streams and requests
+// waiting for a decision set their own deadlines (web.Deps.WriteTimeout).
+func apiServer(handler http.Handler, log *slog.Logger, writeTimeout time.Duration) *http.Server {
+	return &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
+		WriteTimeout: writeTimeout, IdleTimeout: 120 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 }
 
 // server is Arbiter listening on its address, with its sweeper and webhook
@@ -190,18 +214,18 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 	}
 	handler := web.New(web.Deps{MaxWaiters: maxWaiters, Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accts,
 		Webhooks: hooks, Policies: approvals, Metrics: metrics, Log: log, SecureCookies: secure, PublicURL: s.PublicURL, Done: ctx.Done(),
-		TrustedProxies: trusted, MetricsElsewhere: s.MetricsAddr != "", SSO: signOn, LocalPasswordsOff: s.passwordsOff()})
+		TrustedProxies: trusted, MetricsElsewhere: s.MetricsAddr != "", SSO: signOn, LocalPasswordsOff: s.passwordsOff(),
+		WriteTimeout: s.writeTimeout()})
 
 	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", s.Addr, err)
 	}
 	srv := &server{
-		URL:    "http://" + ln.Addr().String(),
-		log:    log,
-		ledger: ledger,
-		http: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
-			IdleTimeout: 120 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
+		URL:          "http://" + ln.Addr().String(),
+		log:          log,
+		ledger:       ledger,
+		http:         apiServer(handler, log, s.writeTimeout()),
 		drainTimeout: s.DrainTimeout,
 		serveErr:     make(chan error, 1),
 	}

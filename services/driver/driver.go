@@ -126,8 +126,10 @@ type Executor interface {
 	// of Statuses last changed before Before, and says how many.
 	ActionPrune(ctx context.Context, p *PruneParams) (int64, error)
 
-	// EntryList reads an action's timeline, oldest first.
-	EntryList(ctx context.Context, actionID string) ([]*record.Entry, error)
+	// EntryList reads a part of an action's timeline (all of it with the
+	// zero bounds), oldest first or newest first. With MaxBytes set,
+	// reading stops after the entry that brings EntryBytes to it.
+	EntryList(ctx context.Context, p *EntryListParams) ([]*record.Entry, error)
 	// EntryOutcomeExists reports whether an outcome of the type for the
 	// attempt is in the timeline already, recorded as itself or as a late
 	// result.
@@ -217,6 +219,23 @@ type ActionListParams struct {
 	IDs        []string   // only these actions (well-formed ids)
 	BeforeID   string     // keyset: ids below this one
 	Limit      int
+	// MaxBytes, when set, stops reading after the action that brings
+	// ActionBytes to it, so a page of large params and results is not held
+	// whole: fewer than Limit actions back does not then mean the end.
+	MaxBytes int
+}
+
+// EntryListParams select a part of one action's timeline. Zero fields
+// bound nothing.
+type EntryListParams struct {
+	ActionID  string
+	AfterSeq  int  // entries with a seq above it
+	BeforeSeq int  // entries with a seq below it
+	Newest    bool // newest first (seq descending) rather than oldest first
+	Limit     int
+	// MaxBytes, when set, stops reading after the entry that brings
+	// EntryBytes to it (see ActionListParams.MaxBytes).
+	MaxBytes int
 }
 
 // ActionDueListParams selects passed deadlines.

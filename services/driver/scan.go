@@ -46,19 +46,56 @@ func ScanAction(row Scanner, head ...any) (*record.Action, error) {
 
 // ScanActions reads every row of a query of actions and closes rows.
 func ScanActions(rows *sql.Rows, err error) ([]*record.Action, error) {
+	return ScanActionsUpTo(rows, err, 0)
+}
+
+// ScanActionsUpTo reads the rows of a query of actions until their
+// ActionBytes reach maxBytes (every row when it is 0) and closes rows.
+func ScanActionsUpTo(rows *sql.Rows, err error, maxBytes int) ([]*record.Action, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []*record.Action
+	used := 0
 	for rows.Next() {
 		a, err := ScanAction(rows)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, a)
+		if used += ActionBytes(a); maxBytes > 0 && used >= maxBytes {
+			break
+		}
 	}
 	return out, rows.Err()
+}
+
+// recordOverhead is about what the fixed fields of an action or an entry
+// (ids, times, names, keys) add to its JSON.
+const recordOverhead = 512
+
+// ActionBytes is about how much an action adds to an answer: what it
+// carries that a client chose the size of (params, result, approval) and
+// the rest as a constant. Pages are bounded by it.
+func ActionBytes(a *record.Action) int {
+	n := recordOverhead + len(a.Key) + len(a.Params) + len(a.Result)
+	if a.Reference != nil {
+		n += len(*a.Reference)
+	}
+	if a.ExternalRef != nil {
+		n += len(*a.ExternalRef)
+	}
+	if a.Approval != nil {
+		n += 256 * (1 + len(a.Approval.Approvals))
+	}
+	return n
+}
+
+// EntryBytes is about how much an entry adds to an answer (see
+// ActionBytes).
+func EntryBytes(e *record.Entry) int {
+	return recordOverhead + len(e.Actor.Name) + len(e.Payload)
 }
 
 // OneAction turns a read of one action that found no row into ErrNotFound.
@@ -72,11 +109,18 @@ func OneAction(a *record.Action, err error) (*record.Action, error) {
 // ScanEntries reads a timeline (id, seq, type, actor kind, actor name,
 // attempt, payload, occurred at, recorded at) and closes rows.
 func ScanEntries(rows *sql.Rows, err error) ([]*record.Entry, error) {
+	return ScanEntriesUpTo(rows, err, 0)
+}
+
+// ScanEntriesUpTo reads the rows of a query of entries until their
+// EntryBytes reach maxBytes (every row when it is 0) and closes rows.
+func ScanEntriesUpTo(rows *sql.Rows, err error, maxBytes int) ([]*record.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	out := []*record.Entry{}
+	used := 0
 	for rows.Next() {
 		var en record.Entry
 		var occurred sql.NullTime
@@ -88,6 +132,9 @@ func ScanEntries(rows *sql.Rows, err error) ([]*record.Entry, error) {
 		en.Payload, en.OccurredAt, en.RecordedAt = payload, UTCOrNil(occurred), en.RecordedAt.UTC()
 		en.Actor.Via = record.ActorVia(en.Type, payload)
 		out = append(out, &en)
+		if used += EntryBytes(&en); maxBytes > 0 && used >= maxBytes {
+			break
+		}
 	}
 	return out, rows.Err()
 }

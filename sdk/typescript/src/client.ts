@@ -11,7 +11,9 @@ import type {
   Decision,
   DecisionResult,
   Delivery,
+  EntriesOptions,
   Entry,
+  EntryPage,
   EntryResult,
   LedgerEntry,
   ListOptions,
@@ -157,9 +159,33 @@ export class Client {
     return this.call("action", { id, signal: options.signal });
   }
 
-  /** The timeline of the action with the given id, oldest first. */
+  /** One page of the timeline of the action with the given id, oldest first. */
+  entriesPage(id: string, options: EntriesOptions & CallOptions = {}): Promise<EntryPage> {
+    const query = new URLSearchParams();
+    if (options.limit !== undefined) query.set("limit", String(options.limit));
+    if (options.cursor) query.set("cursor", options.cursor);
+    return this.call("entriesPage", { id, query, signal: options.signal });
+  }
+
+  /**
+   * Every entry of the action's timeline, oldest first, from `cursor` (the
+   * start when absent), fetching the next page of `limit` as the loop reaches it.
+   */
+  async *allEntries(id: string, options: EntriesOptions & CallOptions = {}): AsyncGenerator<LedgerEntry, void, undefined> {
+    let cursor = options.cursor;
+    for (;;) {
+      const page = await this.entriesPage(id, { ...options, cursor });
+      yield* page.entries;
+      if (!page.next_cursor || page.next_cursor === cursor) return;
+      cursor = page.next_cursor;
+    }
+  }
+
+  /** The whole timeline of the action with the given id, oldest first, read page by page. */
   async entries(id: string, options: CallOptions = {}): Promise<LedgerEntry[]> {
-    return (await this.call<{ entries: LedgerEntry[] }>("entries", { id, signal: options.signal })).entries;
+    const out: LedgerEntry[] = [];
+    for await (const e of this.allEntries(id, options)) out.push(e);
+    return out;
   }
 
   /** Takes an operator decision on the action (operator or admin key). */

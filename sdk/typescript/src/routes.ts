@@ -19,7 +19,7 @@ export const ROUTES = {
   listActions: { method: "GET", path: "/v1/actions" },
   actionByKey: { method: "GET", path: "/v1/actions" },
   action: { method: "GET", path: "/v1/actions/{id}" },
-  entries: { method: "GET", path: "/v1/actions/{id}/entries" },
+  entriesPage: { method: "GET", path: "/v1/actions/{id}/entries" },
   decide: { method: "POST", path: "/v1/actions/{id}/decisions" },
   decideMany: { method: "POST", path: "/v1/decisions" },
 

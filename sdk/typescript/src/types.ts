@@ -222,6 +222,20 @@ export interface ActionPage {
   next_cursor: string | null;
 }
 
+/** One page of a timeline, oldest first: at most its limit of entries and about 4 MiB. */
+export interface EntryPage {
+  entries: LedgerEntry[];
+  next_cursor: string | null;
+}
+
+/** Selects one page of a timeline. */
+export interface EntriesOptions {
+  /** 1–1000, default 1000. */
+  limit?: number;
+  /** `next_cursor` of the previous page. */
+  cursor?: string;
+}
+
 /** An operator's resolution of an action. */
 export interface Decision {
   decision: DecisionName;

@@ -107,7 +107,7 @@ func TestInsertManyWritesNewKeysOnce(t *testing.T) {
 		require.Equal(t, []bool{false}, insert(t, ctx, ex, newAction(opts{key: "k-b"})), "a key that exists is left alone")
 		require.Equal(t, []bool{true}, insert(t, ctx, ex, newAction(opts{ns: "other", key: "k-b"})), "keys are per namespace")
 
-		es, err := ex.EntryList(ctx, a.Next.ID)
+		es, err := ex.EntryList(ctx, &driver.EntryListParams{ActionID: a.Next.ID})
 		require.NoError(t, err)
 		require.Len(t, es, 1)
 		require.Equal(t, record.TypeIntent, es[0].Type)
@@ -147,7 +147,7 @@ func TestUpdateManyIsConditionalOnVersion(t *testing.T) {
 		untouched, err := ex.ActionGetByKey(ctx, "ns", "k-b")
 		require.NoError(t, err)
 		require.Equal(t, record.StatusInProgress, untouched.Status)
-		es, err := ex.EntryList(ctx, b.Next.ID)
+		es, err := ex.EntryList(ctx, &driver.EntryListParams{ActionID: b.Next.ID})
 		require.NoError(t, err)
 		require.Len(t, es, 1, "a change that lost its race appends no entry")
 
@@ -358,7 +358,7 @@ func TestPruneInBatches(t *testing.T) {
 		require.EqualValues(t, 7, total)
 		for _, ch := range chs {
 			_, err := ex.ActionGetByID(ctx, ch.Next.ID)
-			es, lerr := ex.EntryList(ctx, ch.Next.ID)
+			es, lerr := ex.EntryList(ctx, &driver.EntryListParams{ActionID: ch.Next.ID})
 			require.NoError(t, lerr)
 			if ch.Next.Key == "waiting" || ch.Next.Key == "recent" {
 				require.NoError(t, err, ch.Next.Key)

@@ -100,7 +100,8 @@ func (e *executor) ActionList(ctx context.Context, p *driver.ActionListParams) (
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	q += fmt.Sprintf(` ORDER BY id DESC LIMIT %d`, p.Limit)
-	return driver.ScanActions(e.r.QueryContext(ctx, q, args...))
+	rows, err := e.r.QueryContext(ctx, q, args...)
+	return driver.ScanActionsUpTo(rows, err, p.MaxBytes)
 }
 
 // ActionInsertMany writes the new actions in one statement and the entries
@@ -298,9 +299,28 @@ func (e *executor) ActionPrune(ctx context.Context, p *driver.PruneParams) (int6
 	return res.RowsAffected()
 }
 
-func (e *executor) EntryList(ctx context.Context, actionID string) ([]*record.Entry, error) {
-	return driver.ScanEntries(e.r.QueryContext(ctx, `SELECT id, seq, type, actor_kind, actor_name, attempt, payload,
-		occurred_at, recorded_at FROM entries WHERE action_id = ? ORDER BY seq`, actionID))
+func (e *executor) EntryList(ctx context.Context, p *driver.EntryListParams) ([]*record.Entry, error) {
+	q := `SELECT id, seq, type, actor_kind, actor_name, attempt, payload, occurred_at, recorded_at
+		FROM entries WHERE action_id = ?`
+	args := []any{p.ActionID}
+	if p.AfterSeq > 0 {
+		args = append(args, p.AfterSeq)
+		q += ` AND seq > ` + `?`
+	}
+	if p.BeforeSeq > 0 {
+		args = append(args, p.BeforeSeq)
+		q += ` AND seq < ` + `?`
+	}
+	if p.Newest {
+		q += ` ORDER BY seq DESC`
+	} else {
+		q += ` ORDER BY seq`
+	}
+	if p.Limit > 0 {
+		q += fmt.Sprintf(` LIMIT %d`, p.Limit)
+	}
+	rows, err := e.r.QueryContext(ctx, q, args...)
+	return driver.ScanEntriesUpTo(rows, err, p.MaxBytes)
 }
 
 func (e *executor) EntryOutcomeExists(ctx context.Context, p *driver.EntryOutcomeExistsParams) (bool, error) {

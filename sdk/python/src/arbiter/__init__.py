@@ -56,6 +56,7 @@ from .types import (
     Delivery,
     DeliveryAttempt,
     Entry,
+    EntryPage,
     EntryResult,
     ErrorDetail,
     LedgerEntry,
@@ -72,7 +73,7 @@ __version__ = "0.1.0"
 __all__ = [
     "APIError", "Action", "ActionPage", "Actor", "Approval", "ApprovalPolicy", "ApprovalVote", "ArbiterError",
     "AsyncClient", "Attempt", "Backoff", "BulkDecisionResult", "BulkSkip", "Client", "Compensated", "CompensationRequestedError", "DecisionResult",
-    "Delivery", "DeliveryAttempt", "DeniedError", "Done", "Entry", "EntryResult", "ErrorDetail", "FinishedError",
+    "Delivery", "DeliveryAttempt", "DeniedError", "Done", "Entry", "EntryPage", "EntryResult", "ErrorDetail", "FinishedError",
     "Guard", "HeldError", "InProgressError", "KeyReusedError", "LeaseLostError", "LedgerEntry", "LookupAnswer",
     "LookupRequest", "LookupResult", "MAX_APPROVAL_WAIT", "MAX_KEY_BYTES", "NetworkError", "NotDone", "Outcome",
     "OutcomeUnknownError", "PendingApprovalError", "Policy", "PolicyTestResult", "Reconciliation", "Replayed",

@@ -19,6 +19,7 @@ from .types import (
     DecisionResult,
     Delivery,
     Entry,
+    EntryPage,
     EntryResult,
     LedgerEntry,
     Policy,
@@ -90,6 +91,9 @@ class AsyncClient:
 
     async def action(self, id: str) -> Action:
         return await asyncio.to_thread(self.sync.action, id)
+
+    async def entries_page(self, id: str, *, limit: int = 0, cursor: str = "") -> EntryPage:
+        return await asyncio.to_thread(self.sync.entries_page, id, limit=limit, cursor=cursor)
 
     async def entries(self, id: str) -> List[LedgerEntry]:
         return await asyncio.to_thread(self.sync.entries, id)

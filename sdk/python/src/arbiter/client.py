@@ -9,7 +9,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from datetime import datetime
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import execute as _execute
 from . import guard as _guard
@@ -23,6 +23,7 @@ from .types import (
     DecisionResult,
     Delivery,
     Entry,
+    EntryPage,
     EntryResult,
     LedgerEntry,
     Policy,
@@ -223,9 +224,29 @@ class Client:
             query["namespace"] = namespace
         return decode(Action, self._call("action_by_key", query=query))
 
+    def entries_page(self, id: str, *, limit: int = 0, cursor: str = "") -> EntryPage:
+        """One page of the action's timeline, oldest first: at most limit
+        entries (1-1000, default 1000), from the cursor of the previous page."""
+        query: Dict[str, str] = {}
+        if limit:
+            query["limit"] = str(limit)
+        if cursor:
+            query["cursor"] = cursor
+        return decode(EntryPage, self._call("entries", id, query=query))
+
+    def iter_entries(self, id: str, *, limit: int = 0, cursor: str = "") -> Iterator[LedgerEntry]:
+        """Every entry of the action's timeline, oldest first, from cursor (the
+        start when empty), fetching the next page as the loop reaches it."""
+        while True:
+            page = self.entries_page(id, limit=limit, cursor=cursor)
+            yield from page.entries
+            if not page.next_cursor or page.next_cursor == cursor:
+                return
+            cursor = page.next_cursor
+
     def entries(self, id: str) -> List[LedgerEntry]:
-        """The action's timeline, oldest first."""
-        return [decode(LedgerEntry, e) for e in self._call("entries", id)["entries"]]
+        """The action's whole timeline, oldest first, read page by page."""
+        return list(self.iter_entries(id))
 
     def decide(
         self,

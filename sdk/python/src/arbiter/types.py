@@ -289,6 +289,15 @@ class ActionPage:
 
 
 @dataclass
+class EntryPage:
+    """One page of a timeline, oldest first (at most its limit of entries and
+    about 4 MiB); next_cursor fetches the next."""
+
+    entries: List[LedgerEntry] = field(default_factory=list)
+    next_cursor: Optional[str] = None
+
+
+@dataclass
 class DecisionResult:
     action: Optional[Action] = None
     entry: Optional[LedgerEntry] = None
