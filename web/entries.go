@@ -335,7 +335,7 @@ func preferWait(values []string) (time.Duration, bool) {
 
 // readBody reads the whole body, up to MaxBodyBytes.
 func readBody(c echo.Context) ([]byte, error) {
-	r := http.MaxBytesReader(c.Response(), c.Request().Body, MaxBodyBytes)
+	r := http.MaxBytesReader(c.Response().Writer, c.Request().Body, MaxBodyBytes)
 	body, err := io.ReadAll(r)
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
