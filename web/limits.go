@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -84,6 +85,38 @@ func refuseBody(c echo.Context, body io.Reader, drain bool) {
 	// A server without deadlines (a test recorder) is bounded by bytes only.
 	_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now().Add(MaxDrainTime))
 	_, _ = io.CopyN(io.Discard, body, MaxDrainBytes)
+}
+
+// queryValues reads the query string strictly: a query that cannot be read
+// (net/url refuses more than 10,000 parameters, and echo's QueryParams
+// then silently has none, which would list everything as if unfiltered),
+// or a parameter given more than services.MaxFilterValues times (each a
+// bound variable of the SQL), is refused.
+func queryValues(c echo.Context) (url.Values, error) {
+	q, err := url.ParseQuery(c.Request().URL.RawQuery)
+	if err != nil {
+		return nil, services.Errorf(services.CodeInvalid, "the query string cannot be read: %v", err)
+	}
+	for name, values := range q {
+		if len(values) > services.MaxFilterValues {
+			return nil, services.Errorf(services.CodeInvalid, "query parameter %q is given %d times; the limit is %d", name, len(values), services.MaxFilterValues)
+		}
+	}
+	return q, nil
+}
+
+// countValues counts the comma-separated values of a parameter's values.
+func countValues(values []string) int {
+	n := 0
+	for _, v := range values {
+		n += strings.Count(v, ",") + 1
+	}
+	return n
+}
+
+// tooManyValues refuses a filter of more than services.MaxFilterValues values.
+func tooManyValues(name string, n int) error {
+	return services.Errorf(services.CodeInvalid, "%s names %d values; the limit is %d", name, n, services.MaxFilterValues)
 }
 
 // readForm parses a dashboard form's body once, under limitBody, so a body

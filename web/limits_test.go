@@ -85,3 +85,44 @@ func TestBodyOverLimitAnswerReachesClient(t *testing.T) {
 		})
 	}
 }
+
+// A filter may name at most services.MaxFilterValues values of one parameter:
+// 40,000 repeated status filters were a 500 on SQLite ("too many SQL
+// variables") before Go refused more than 10,000 query parameters, and are
+// now silently dropped by that refusal, which listed every action as if no
+// filter were given. Both databases refuse them with 400, as they do
+// 9,000 repeats, 40,000 values in one parameter, and 40,000 statuses in a
+// bulk filter; a few repeats of the same status still list.
+func TestTooManyFilterValuesAreRefused(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newEnv(t, st)
+		op := e.key("ns", "op", services.RoleOperator)
+		admin := e.admin("root@example.com")
+		for name, query := range map[string]string{
+			"40,000 repeats":          strings.Repeat("status=timed_out&", 40000) + "limit=5",
+			"9,000 repeats":           strings.Repeat("status=timed_out&", 9000) + "limit=5",
+			"101 repeats of tool":     strings.Repeat("tool=a&", services.MaxFilterValues+1) + "limit=5",
+			"40,000 values in one":    "status=" + strings.TrimSuffix(strings.Repeat("failed,", 40000), ","),
+			"101 values, some repeat": "status=" + strings.TrimSuffix(strings.Repeat("failed,", services.MaxFilterValues+1), ","),
+		} {
+			status, m := e.do("GET", "/v1/actions?"+query, op, "")
+			require.Equal(t, http.StatusBadRequest, status, "%s: %v", name, m)
+			require.Equal(t, "invalid", errCode(m), name)
+			page := admin.get("/actions?" + query)
+			require.Equal(t, http.StatusBadRequest, page.status, "the dashboard's list, %s", name)
+		}
+
+		query := strings.Repeat("status=timed_out&", services.MaxFilterValues-1) + "status=failed"
+		status, m := e.do("GET", "/v1/actions?"+query, op, "")
+		require.Equal(t, http.StatusOK, status, "%v", m)
+		require.Empty(t, m["actions"])
+		require.Equal(t, http.StatusOK, admin.get("/actions?"+query).status)
+
+		// The bulk filter, in a body: as many statuses as fit in 1 MiB.
+		statuses := `"timed_out"` + strings.Repeat(`,"timed_out"`, 40000)
+		status, m = e.do("POST", "/v1/decisions", op, `{"filter":{"status":[`+statuses+`]},"decision":"abandon","reason":"r","dry_run":true}`)
+		require.Equal(t, http.StatusBadRequest, status, "%v", m)
+		require.Equal(t, "invalid", errCode(m))
+	})
+}
