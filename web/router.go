@@ -68,7 +68,7 @@ func New(d Deps) *echo.Echo {
 	dash := &dashboard{cookies: cookies{secure: d.SecureCookies}, origins: newOriginCheck(d.PublicURL),
 		signIn: views.SignInOptions{SSO: d.SSO != nil, Passwords: d.SSO == nil || !d.LocalPasswordsOff}}
 	e.HTTPErrorHandler = errorHandler(d.Log, dash)
-	e.Use(middleware.RequestID())
+	e.Use(screenRequestID, middleware.RequestID())
 	e.Use(requestLog(d.Log, d.Metrics))
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 		d.Log.Error("web: panic", "err", err, "stack", string(stack))
