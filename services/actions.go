@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -78,6 +79,11 @@ const MaxListLimit = 500
 // next_cursor continues from there.
 const MaxPageBytes = 4 << 20
 
+// MaxFilterValues bounds the values one filter criterion may list (the
+// statuses of a list or of a bulk decision): each is a bound variable of
+// the SQL, and SQLite refuses a statement with tens of thousands of them.
+const MaxFilterValues = 100
+
 // ActionPage is one page of a list, newest first.
 type ActionPage struct {
 	Actions    []*record.Action `json:"actions"`
@@ -104,11 +110,16 @@ func (l *Ledger) List(ctx context.Context, p Principal, f ActionFilter) (*Action
 	if q.Namespace, q.Namespaces, none = p.Scope(f.Namespace); none {
 		return &ActionPage{Actions: []*record.Action{}}, nil
 	}
+	if len(f.Statuses) > MaxFilterValues {
+		return nil, Errorf(CodeInvalid, "status names %d values; the limit is %d", len(f.Statuses), MaxFilterValues)
+	}
 	for _, s := range f.Statuses {
 		if !s.Valid() {
 			return nil, Errorf(CodeInvalid, "unknown status %q", s)
 		}
-		q.Statuses = append(q.Statuses, s)
+		if !slices.Contains(q.Statuses, s) {
+			q.Statuses = append(q.Statuses, s)
+		}
 	}
 	if f.Cursor != "" {
 		id, err := decodeCursor(f.Cursor)

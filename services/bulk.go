@@ -189,6 +189,9 @@ func (in *BulkInput) validate(p Principal) (DecisionInput, bulkScope, error) {
 			return d, bulkScope{}, Errorf(CodeInvalid, "filter.ids[%d] %q is not an action id", i, id)
 		}
 	}
+	if len(f.Status) > MaxFilterValues {
+		return d, bulkScope{}, Errorf(CodeInvalid, "filter.status lists %d statuses; at most %d per request", len(f.Status), MaxFilterValues)
+	}
 	for _, s := range f.Status {
 		if !s.Valid() {
 			return d, bulkScope{}, Errorf(CodeInvalid, "filter.status: unknown status %q: use one of %s", s, ListOrNone(record.Statuses))

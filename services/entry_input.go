@@ -179,6 +179,9 @@ func checkJSONField(name string, raw json.RawMessage) error {
 	if p := textProblem(raw); p != "" {
 		return Errorf(CodeInvalid, "field %q must not contain %s", name, p)
 	}
+	if dup, ok := repeatedName(raw); ok {
+		return Errorf(CodeInvalid, "field %q repeats the name %q in one object; names must be unique", name, dup)
+	}
 	return checkJSONShape(name, raw)
 }
 

@@ -105,6 +105,56 @@ func checkNames(raw []byte, allowed map[string]bool) error {
 	return nil
 }
 
+// repeatedName returns a member name that some object of the well-formed
+// JSON text raw repeats, at any depth (escapes resolved, as a decoder
+// sees the name), and whether there is one. A document stored as sent
+// must not have one: PostgreSQL's jsonb keeps the last of the repeats and
+// SQLite the text, so the databases would answer different documents.
+func repeatedName(raw []byte) (string, bool) {
+	if bytes.Count(raw, []byte{':'}) < 2 {
+		return "", false // fewer than two members in all
+	}
+	type frame struct {
+		names      map[string]bool // nil for an array
+		expectName bool
+	}
+	var stack []frame
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = &stack[len(stack)-1]
+		}
+		if name, ok := tok.(string); ok && top != nil && top.expectName {
+			if top.names[name] {
+				return name, true
+			}
+			top.names[name], top.expectName = true, false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, frame{names: map[string]bool{}, expectName: true})
+		case json.Delim('['):
+			stack = append(stack, frame{})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 && stack[len(stack)-1].names != nil {
+				stack[len(stack)-1].expectName = true
+			}
+		default: // a scalar value
+			if top != nil && top.names != nil {
+				top.expectName = true
+			}
+		}
+	}
+}
+
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // anyJSONFields returns the json names of v's fields that hold any JSON

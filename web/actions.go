@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,7 +34,10 @@ var listParams = map[string]bool{"key": true, "namespace": true, "status": true,
 	"agent": true, "since": true, "until": true, "q": true, "limit": true, "cursor": true}
 
 func (h *actionsHandler) list(c echo.Context) error {
-	q := c.QueryParams()
+	q, err := queryValues(c)
+	if err != nil {
+		return err
+	}
 	for k := range q {
 		if !listParams[k] {
 			return services.Errorf(services.CodeInvalid, "unknown query parameter %q", k)
@@ -49,16 +53,20 @@ func (h *actionsHandler) list(c echo.Context) error {
 	}
 	f := services.ActionFilter{Namespace: q.Get("namespace"), Tool: q.Get("tool"), Agent: q.Get("agent"),
 		Search: q.Get("q"), Cursor: q.Get("cursor")}
+	if n := countValues(q["status"]); n > services.MaxFilterValues {
+		return tooManyValues("status", n)
+	}
 	for _, v := range q["status"] {
 		for _, s := range strings.Split(v, ",") {
 			s = strings.TrimSpace(s)
 			if s == "" {
 				return services.Errorf(services.CodeInvalid, "status must name a status: use one of %s", services.ListOrNone(record.Statuses))
 			}
-			f.Statuses = append(f.Statuses, record.Status(s))
+			if !slices.Contains(f.Statuses, record.Status(s)) {
+				f.Statuses = append(f.Statuses, record.Status(s))
+			}
 		}
 	}
-	var err error
 	if f.Since, err = timeParam(q, "since"); err != nil {
 		return err
 	}

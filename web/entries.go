@@ -329,7 +329,7 @@ func (h *entriesHandler) await(c echo.Context, r services.EntryResult, raws [][]
 	return results[0], nil
 }
 
-// preferWait reads wait=N from Prefer headers (RFC 7240), capped at
+// preferWait reads wait=N from Prefer headers (RFC 7240), clamped to
 // MaxWait; a malformed preference is ignored, as the RFC asks.
 func preferWait(values []string) (time.Duration, bool) {
 	for _, v := range values {
@@ -338,11 +338,18 @@ func preferWait(values []string) (time.Duration, bool) {
 			if !ok || !strings.EqualFold(strings.TrimSpace(name), "wait") {
 				continue
 			}
-			n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(val), `"`))
-			if err != nil || n < 0 {
+			// delta-seconds: digits only. However many, a value beyond
+			// MaxWait waits MaxWait; converted first, a value past int64
+			// or past a Duration's seconds overflowed to no wait.
+			digits := strings.Trim(strings.TrimSpace(val), `"`)
+			if digits == "" || strings.Trim(digits, "0123456789") != "" {
 				continue
 			}
-			return min(time.Duration(n)*time.Second, MaxWait), true
+			n, err := strconv.ParseUint(digits, 10, 64)
+			if err != nil || n > uint64(MaxWait/time.Second) {
+				return MaxWait, true
+			}
+			return time.Duration(n) * time.Second, true
 		}
 	}
 	return 0, false
@@ -350,7 +357,7 @@ func preferWait(values []string) (time.Duration, bool) {
 
 // readBody reads the whole body, up to MaxBodyBytes.
 func readBody(c echo.Context) ([]byte, error) {
-	r := http.MaxBytesReader(c.Response(), c.Request().Body, MaxBodyBytes)
+	r := http.MaxBytesReader(c.Response().Writer, c.Request().Body, MaxBodyBytes)
 	body, err := io.ReadAll(r)
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {

@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"net"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/arbiter-ledger/arbiter/services/accounts"
@@ -29,8 +28,8 @@ type Deps struct {
 	Policies *policies.Service
 	Metrics  *Metrics
 	Log      *slog.Logger
-	// SecureCookies makes session cookies Secure with the __Host- prefix;
-	// set it when the public URL is https.
+	// SecureCookies makes session cookies Secure with the __Host- prefix
+	// even when PublicURL is not https (an https PublicURL does it too).
 	SecureCookies bool
 	// PublicURL is where people reach the dashboard, for links in alerts.
 	PublicURL string
@@ -71,16 +70,17 @@ func New(d Deps) *echo.Echo {
 	}
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = clientAddress(d.TrustedProxies)
-	dash := &dashboard{cookies: cookies{secure: d.SecureCookies}, origins: newOriginCheck(d.PublicURL),
+	overTLS := servedOverTLS(d.PublicURL)
+	dash := &dashboard{cookies: cookies{secure: d.SecureCookies || overTLS}, origins: newOriginCheck(d.PublicURL),
 		signIn: views.SignInOptions{SSO: d.SSO != nil, Passwords: d.SSO == nil || !d.LocalPasswordsOff}}
 	e.HTTPErrorHandler = errorHandler(d.Log, dash)
-	e.Use(middleware.RequestID())
+	e.Use(screenRequestID, middleware.RequestID())
 	e.Use(requestLog(d.Log, d.Metrics))
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 		d.Log.Error("web: panic", "err", err, "stack", string(stack))
 		return err
 	}}))
-	e.Use(securityHeaders(strings.HasPrefix(strings.ToLower(d.PublicURL), "https://")))
+	e.Use(securityHeaders(overTLS))
 	e.Use(limitBody(MaxBodyBytes))
 
 	health := &healthHandler{store: d.Store}

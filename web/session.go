@@ -24,6 +24,14 @@ type sessionStore interface {
 	SignOut(ctx context.Context, token string) error
 }
 
+// servedOverTLS reports whether people reach the service over https, by
+// the public URL's scheme (url.Parse lowercases it): the one check behind
+// both HSTS and Secure cookies, so "HTTPS://" turns on both.
+func servedOverTLS(publicURL string) bool {
+	u, err := url.Parse(strings.TrimSpace(publicURL))
+	return err == nil && u.Scheme == "https"
+}
+
 // cookies names and writes the dashboard's cookies. Over TLS, or when the
 // public URL is https, cookies are Secure and carry the __Host- prefix, which
 // pins them to this host and path /.

@@ -80,7 +80,7 @@ func (h *ssoPages) callback(c echo.Context) error {
 	bound := tokensEqual(state, h.cookies.get(c, ssoCookie))
 	h.cookies.set(c, ssoCookie, "", -1)
 	if e := r.URL.Query().Get("error"); e != "" {
-		h.log.Warn("web: the identity provider refused a sign-in", "error", e, "description", r.URL.Query().Get("error_description"))
+		h.log.Warn("web: the identity provider refused a sign-in", "error", clip(e), "description", clip(r.URL.Query().Get("error_description")))
 		return h.refuse(c, sso.ErrProviderRefused)
 	}
 	if !bound {

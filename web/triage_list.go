@@ -37,8 +37,11 @@ func (h *triagePages) list(c echo.Context) error {
 			v.Namespaces = append(v.Namespaces, ns.Name)
 		}
 	}
-	q := c.QueryParams()
+	q, qerr := queryValues(c)
 	f, form, err := parseListFilter(q, now)
+	if qerr != nil {
+		err = qerr
+	}
 	v.Filter = form
 	if form.Namespace != "" && !slices.Contains(v.Namespaces, form.Namespace) {
 		v.Namespaces = append(v.Namespaces, form.Namespace)
@@ -85,7 +88,12 @@ func parseListFilter(q url.Values, now time.Time) (services.ActionFilter, views.
 	f := services.ActionFilter{Namespace: form.Namespace, Tool: form.Tool, Agent: form.Agent, Search: form.Q,
 		Cursor: q.Get("cursor")}
 	var bad []string
-	for _, v := range q["status"] {
+	statuses := q["status"]
+	if n := countValues(statuses); n > services.MaxFilterValues {
+		bad = append(bad, fmt.Sprintf("Status names %d values; the limit is %d", n, services.MaxFilterValues))
+		statuses = nil
+	}
+	for _, v := range statuses {
 		for _, s := range strings.Split(v, ",") {
 			if s = strings.TrimSpace(s); s == "" || slices.Contains(form.Statuses, s) {
 				continue

@@ -44,6 +44,20 @@ type PolicyRef struct {
 	Version int    `json:"version"`
 }
 
+// MarshalJSON writes the approval with its lists as lists: an action held
+// a moment ago, that nobody approved yet, has "approvals": [], not null.
+func (a Approval) MarshalJSON() ([]byte, error) {
+	type plain Approval // without this method
+	p := plain(a)
+	if p.Approvals == nil {
+		p.Approvals = []Vote{}
+	}
+	if p.Policies == nil {
+		p.Policies = []PolicyRef{}
+	}
+	return json.Marshal(p)
+}
+
 // Approved reports whether enough distinct people said yes.
 func (a *Approval) Approved() bool { return len(a.Approvals) >= a.Required }
 

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -104,7 +105,7 @@ func (p AddressPolicy) ValidateWebhookURL(ctx context.Context, raw string) error
 	defer cancel()
 	addrs, err := p.resolver().LookupNetIP(rctx, "ip", host)
 	if err != nil {
-		return services.Errorf(services.CodeInvalid, "url host %q does not resolve: %v", host, err)
+		return services.Errorf(services.CodeInvalid, "url host %q %s", host, lookupProblem(err))
 	}
 	for _, ip := range addrs {
 		if why := p.blocked(ip); why != "" {
@@ -112,6 +113,20 @@ func (p AddressPolicy) ValidateWebhookURL(ctx context.Context, raw string) error
 		}
 	}
 	return nil
+}
+
+// lookupProblem words a failed lookup for the person who typed the URL.
+// The resolver's own error names the DNS server the service asks, which is
+// the operator's business, not the caller's.
+func lookupProblem(err error) string {
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return "is not known to DNS; check the name"
+	case errors.As(err, &dns) && dns.IsTimeout, errors.Is(err, context.DeadlineExceeded):
+		return "could not be looked up in time; try again"
+	}
+	return "could not be looked up; try again"
 }
 
 // DialContext resolves the host itself and connects only to an allowed
