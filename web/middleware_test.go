@@ -1,15 +1,21 @@
 package web_test
 
 import (
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
 	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/services/accounts"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
+	"github.com/arbiter-ledger/arbiter/web"
 )
 
 // Log lines cut what a client sent (the path, the request id, an error
@@ -19,7 +25,14 @@ import (
 // new one, so the answer's header stays one that every client can parse.
 func TestLogsCutClientValues(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, dbtest.Open(t, services.SQLite))
+	st := dbtest.Open(t, services.SQLite)
+	logs := &lockedBuffer{} // the server logs after it answered
+	ledger := services.NewLedger(st)
+	srv := httptest.NewServer(web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st),
+		Webhooks: webhooks.New(st, webhooks.AddressPolicy{}), Metrics: web.NewMetrics(ledger.CountByStatus),
+		Log: slog.New(slog.NewTextHandler(logs, nil))}))
+	t.Cleanup(srv.Close)
+	e := &env{t: t, srv: srv, st: st}
 	reader := e.key("ns", "reader", services.RoleReader)
 	huge := strings.Repeat("a", 400<<10) // path and id within the 1 MB of headers
 	send := func(path, id string) *http.Response {
@@ -43,10 +56,11 @@ func TestLogsCutClientValues(t *testing.T) {
 	require.LessOrEqual(t, len(got), 128)
 	res = send("/v1/actions?"+huge+"=1", "")
 	require.Equal(t, http.StatusBadRequest, res.StatusCode)
-	for _, line := range strings.Split(strings.TrimSpace(e.log.String()), "\n") {
+	require.Eventually(t, func() bool { return strings.Count(logs.String(), "\n") >= 2 }, 5*time.Second, 10*time.Millisecond)
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
 		require.Less(t, len(line), 4<<10, "a log line of %d bytes: %.300s…", len(line), line)
 	}
-	require.Contains(t, e.log.String(), "/no/such/aaaa", "the path's start is logged")
+	require.Contains(t, logs.String(), "/no/such/aaaa", "the path's start is logged")
 
 	for _, c := range []struct {
 		id   string
