@@ -10,7 +10,6 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -194,7 +193,6 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 	hooks.OnQueued(dispatcher.Wake)
 	metrics.WatchQueue(dispatcher.Queue)
 
-	secure := strings.HasPrefix(s.PublicURL, "https://")
 	trusted, err := web.ParseTrustedProxies(s.TrustedProxies)
 	if err != nil {
 		return nil, err
@@ -213,7 +211,7 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 		maxWaiters = -1 // none waits
 	}
 	handler := web.New(web.Deps{MaxWaiters: maxWaiters, Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accts,
-		Webhooks: hooks, Policies: approvals, Metrics: metrics, Log: log, SecureCookies: secure, PublicURL: s.PublicURL, Done: ctx.Done(),
+		Webhooks: hooks, Policies: approvals, Metrics: metrics, Log: log, PublicURL: s.PublicURL, Done: ctx.Done(),
 		TrustedProxies: trusted, MetricsElsewhere: s.MetricsAddr != "", SSO: signOn, LocalPasswordsOff: s.passwordsOff(),
 		WriteTimeout: s.writeTimeout()})
 
