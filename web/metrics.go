@@ -188,9 +188,28 @@ func (m *Metrics) handler() echo.HandlerFunc {
 }
 
 // Handler serves the metrics on a listener of their own (ARBITER_METRICS_ADDR).
+// A scrape whose database gauges cannot be read is answered 503 with
+// Retry-After, as every other request is during a database outage:
+// promhttp answers a failed gathering with 500.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(unavailableOn500{w}, r)
+	})
 }
+
+// unavailableOn500 turns promhttp's 500 for a failed gathering into 503.
+type unavailableOn500 struct{ http.ResponseWriter }
+
+func (u unavailableOn500) WriteHeader(code int) {
+	if code == http.StatusInternalServerError {
+		u.Header().Set("Retry-After", "5")
+		code = http.StatusServiceUnavailable
+	}
+	u.ResponseWriter.WriteHeader(code)
+}
+
+func (u unavailableOn500) Unwrap() http.ResponseWriter { return u.ResponseWriter }
 
 func (m *Metrics) observe(route, method string, status int, d time.Duration) {
 	m.latency.WithLabelValues(route, methodLabel(method), strconv.Itoa(status)).Observe(d.Seconds())

@@ -126,7 +126,8 @@ func TestMetricsKeepAFailedReadingForTheInterval(t *testing.T) {
 	for range 10 {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-		require.Equal(t, http.StatusInternalServerError, rec.Code)
+		require.Equal(t, http.StatusServiceUnavailable, rec.Code, "a database outage is 503, as for every request")
+		require.Equal(t, "5", rec.Header().Get("Retry-After"))
 		require.True(t, strings.Contains(rec.Body.String(), "database down"), rec.Body.String())
 	}
 	require.EqualValues(t, 1, n.Load())

@@ -103,6 +103,9 @@ func TestDatabaseOutage(t *testing.T) {
 		require.Equal(t, 503, status, path)
 		require.Equal(t, "unavailable", errCode(m), path)
 	}
+	// /metrics reads its gauges from the database: 503 too, never 500.
+	status, raw := e.doRaw("GET", "/metrics", "", "")
+	require.Equal(t, 503, status, "%s", raw)
 	time.Sleep(1100 * time.Millisecond) // past the authentication cache
 	status, m := e.do("GET", "/v1/actions?key=refund:before", agent, "")
 	require.Equal(t, 503, status)
