@@ -16,6 +16,7 @@ class Proxy:
         self._drop = 0
         self._unavailable = False
         self.dropped = 0
+        self.refused = 0  # requests answered 503
         self.passed = 0
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -60,6 +61,8 @@ class Proxy:
                     self._drop -= 1
                     self.dropped += 1
                 unavailable = self._unavailable
+                if unavailable and not drop:
+                    self.refused += 1
             if drop:
                 threading.Thread(target=self._hang_up, args=(conn,), daemon=True).start()
             elif unavailable:

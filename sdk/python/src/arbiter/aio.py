@@ -1,15 +1,33 @@
 """The async API: the same client for asyncio code, never blocking the
-event loop (each request runs in a thread with asyncio.to_thread). Guards
-work in async code as they are: ``@arbiter.guard(...)`` on an ``async def``,
-and ``async with arbiter.guard(...)``."""
+event loop. Each request runs in a thread of the client's own pool, bounded
+by ``max_workers``: a long wait for approval or an outage's report retries
+occupy that pool, never the host application's default executor, and a
+cancelled await stops waiting and retrying (arbiter.cancel). Guards work in
+async code as they are: ``@client.guard(...)`` on an ``async def``, and
+``async with client.guard(...)``."""
 
 from __future__ import annotations
 
-import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import Any, Awaitable, Callable, Dict, Iterable, List, Optional, Sequence, Union
+from types import TracebackType
+from typing import (
+    Any,
+    Awaitable,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Optional,
+    Sequence,
+    Type,
+    TypeVar,
+    Union,
+)
 
+from . import cancel
 from .client import Client
+from .errors import ArbiterError
 from .execute import Attempt, Outcome, Spec
 from .guard import Guard, arun
 from .types import (
@@ -27,38 +45,76 @@ from .types import (
     Webhook,
 )
 
-__all__ = ["AsyncClient"]
+__all__ = ["AsyncClient", "MAX_WORKERS"]
+
+MAX_WORKERS = 8  # the default bound of an AsyncClient's own threads
+
+T = TypeVar("T")
 
 
 class AsyncClient:
     """Client for asyncio: every method of Client, awaitable. ``sync`` is
-    the Client underneath (the same options)."""
+    the Client underneath (the same options). At most ``max_workers``
+    requests run at once; more wait their turn in the client's queue.
+    ``aclose()`` (or ``async with``) ends the pool: what is under way
+    finishes, and later calls raise ArbiterError."""
 
-    def __init__(self, base_url: str, api_key: str, **options: Any) -> None:
-        self.sync = Client(base_url, api_key, **options)
+    def __init__(self, base_url: str, api_key: str, *, max_workers: int = MAX_WORKERS, **options: Any) -> None:
+        self._start(Client(base_url, api_key, **options), max_workers)
 
     @classmethod
-    def from_env(cls, **options: Any) -> "AsyncClient":
+    def from_env(cls, *, max_workers: int = MAX_WORKERS, **options: Any) -> "AsyncClient":
         c = cls.__new__(cls)
-        c.sync = Client.from_env(**options)
+        c._start(Client.from_env(**options), max_workers)
         return c
+
+    def _start(self, sync: Client, max_workers: int) -> None:
+        if max_workers < 1:
+            raise ValueError(f"arbiter: AsyncClient: max_workers must be at least 1, not {max_workers}")
+        self.sync = sync
+        self.max_workers = max_workers
+        self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="arbiter-aio")
+        self._closed = False
+
+    async def aclose(self) -> None:
+        """Ends the client's pool without waiting: requests under way and
+        queued finish in their threads (an outcome report still lands);
+        later calls raise ArbiterError. May be called more than once."""
+        self._closed = True
+        self._executor.shutdown(wait=False)
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        await self.aclose()
+
+    async def _in_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await cancel.in_thread(self._pool(), fn, *args, **kwargs)
+
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._closed:
+            raise ArbiterError("arbiter: the AsyncClient is closed")
+        return self._executor
 
     def guard(self, **spec: Any) -> Guard:
         """A guard on this client, for ``async with`` or an ``async def``."""
-        return Guard(client=self.sync, **spec)
+        return Guard(client=self.sync, executor=self._pool(), **spec)
 
     async def run(self, spec: Spec, fn: Callable[[Attempt], Awaitable[Any]]) -> Outcome:
         """Client.run for a coroutine function, run on the event loop."""
-        return await arun(self.sync, spec, fn)
+        return await arun(self.sync, spec, fn, executor=self._pool())
 
     async def submit(self, entry: Entry) -> EntryResult:
-        return await asyncio.to_thread(self.sync.submit, entry)
+        return await self._in_thread(self.sync.submit, entry)
 
     async def submit_batch(self, entries: Sequence[Entry]) -> List[EntryResult]:
-        return await asyncio.to_thread(self.sync.submit_batch, entries)
+        return await self._in_thread(self.sync.submit_batch, entries)
 
     async def submit_wait(self, entry: Entry, wait: float) -> EntryResult:
-        return await asyncio.to_thread(self.sync.submit_wait, entry, wait)
+        return await self._in_thread(self.sync.submit_wait, entry, wait)
 
     async def list_actions(
         self,
@@ -73,7 +129,7 @@ class AsyncClient:
         limit: int = 0,
         cursor: str = "",
     ) -> ActionPage:
-        return await asyncio.to_thread(
+        return await self._in_thread(
             self.sync.list_actions,
             status=status,
             tool=tool,
@@ -87,16 +143,16 @@ class AsyncClient:
         )
 
     async def action_by_key(self, key: str, namespace: str = "") -> Action:
-        return await asyncio.to_thread(self.sync.action_by_key, key, namespace=namespace)
+        return await self._in_thread(self.sync.action_by_key, key, namespace=namespace)
 
     async def action(self, id: str) -> Action:
-        return await asyncio.to_thread(self.sync.action, id)
+        return await self._in_thread(self.sync.action, id)
 
     async def entries_page(self, id: str, *, limit: int = 0, cursor: str = "") -> EntryPage:
-        return await asyncio.to_thread(self.sync.entries_page, id, limit=limit, cursor=cursor)
+        return await self._in_thread(self.sync.entries_page, id, limit=limit, cursor=cursor)
 
     async def entries(self, id: str) -> List[LedgerEntry]:
-        return await asyncio.to_thread(self.sync.entries, id)
+        return await self._in_thread(self.sync.entries, id)
 
     async def decide(
         self,
@@ -109,7 +165,7 @@ class AsyncClient:
         external_ref: Optional[str] = None,
         result: Any = None,
     ) -> DecisionResult:
-        return await asyncio.to_thread(
+        return await self._in_thread(
             self.sync.decide,
             id,
             decision,
@@ -121,7 +177,7 @@ class AsyncClient:
         )
 
     async def decide_many(self, decision: str, reason: str = "", **filter_and_options: Any) -> BulkDecisionResult:
-        return await asyncio.to_thread(self.sync.decide_many, decision, reason, **filter_and_options)
+        return await self._in_thread(self.sync.decide_many, decision, reason, **filter_and_options)
 
     async def create_webhook(
         self,
@@ -132,7 +188,7 @@ class AsyncClient:
         format: str = "",
         description: str = "",
     ) -> Webhook:
-        return await asyncio.to_thread(
+        return await self._in_thread(
             self.sync.create_webhook,
             url,
             event_types,
@@ -142,10 +198,10 @@ class AsyncClient:
         )
 
     async def webhooks(self) -> List[Webhook]:
-        return await asyncio.to_thread(self.sync.webhooks)
+        return await self._in_thread(self.sync.webhooks)
 
     async def webhook(self, id: str) -> Webhook:
-        return await asyncio.to_thread(self.sync.webhook, id)
+        return await self._in_thread(self.sync.webhook, id)
 
     async def update_webhook(
         self,
@@ -158,7 +214,7 @@ class AsyncClient:
         description: Optional[str] = None,
         enabled: Optional[bool] = None,
     ) -> Webhook:
-        return await asyncio.to_thread(
+        return await self._in_thread(
             self.sync.update_webhook,
             id,
             url=url,
@@ -170,19 +226,19 @@ class AsyncClient:
         )
 
     async def delete_webhook(self, id: str) -> None:
-        return await asyncio.to_thread(self.sync.delete_webhook, id)
+        return await self._in_thread(self.sync.delete_webhook, id)
 
     async def rotate_webhook_secret(self, id: str) -> Webhook:
-        return await asyncio.to_thread(self.sync.rotate_webhook_secret, id)
+        return await self._in_thread(self.sync.rotate_webhook_secret, id)
 
     async def test_webhook(self, id: str) -> Delivery:
-        return await asyncio.to_thread(self.sync.test_webhook, id)
+        return await self._in_thread(self.sync.test_webhook, id)
 
     async def webhook_deliveries(self, id: str, limit: int = 0) -> List[Delivery]:
-        return await asyncio.to_thread(self.sync.webhook_deliveries, id, limit=limit)
+        return await self._in_thread(self.sync.webhook_deliveries, id, limit=limit)
 
     async def redeliver(self, delivery_id: str) -> Delivery:
-        return await asyncio.to_thread(self.sync.redeliver, delivery_id)
+        return await self._in_thread(self.sync.redeliver, delivery_id)
 
     async def create_policy(
         self,
@@ -196,7 +252,7 @@ class AsyncClient:
         escalate_after: Optional[int] = None,
         enabled: Optional[bool] = None,
     ) -> Policy:
-        return await asyncio.to_thread(
+        return await self._in_thread(
             self.sync.create_policy,
             name,
             namespace,
@@ -209,10 +265,10 @@ class AsyncClient:
         )
 
     async def policies(self, namespace: str = "") -> List[Policy]:
-        return await asyncio.to_thread(self.sync.policies, namespace=namespace)
+        return await self._in_thread(self.sync.policies, namespace=namespace)
 
     async def policy(self, id: str) -> Policy:
-        return await asyncio.to_thread(self.sync.policy, id)
+        return await self._in_thread(self.sync.policy, id)
 
     async def update_policy(
         self,
@@ -226,7 +282,7 @@ class AsyncClient:
         escalate_after: Optional[int] = None,
         enabled: Optional[bool] = None,
     ) -> Policy:
-        return await asyncio.to_thread(
+        return await self._in_thread(
             self.sync.update_policy,
             id,
             name=name,
@@ -239,10 +295,10 @@ class AsyncClient:
         )
 
     async def delete_policy(self, id: str) -> None:
-        return await asyncio.to_thread(self.sync.delete_policy, id)
+        return await self._in_thread(self.sync.delete_policy, id)
 
     async def policy_versions(self, id: str) -> List[Policy]:
-        return await asyncio.to_thread(self.sync.policy_versions, id)
+        return await self._in_thread(self.sync.policy_versions, id)
 
     async def test_policy(
         self,
@@ -251,17 +307,17 @@ class AsyncClient:
         condition: str = "",
         limit: int = 0,
     ) -> PolicyTestResult:
-        return await asyncio.to_thread(self.sync.test_policy, namespace, tools, condition=condition, limit=limit)
+        return await self._in_thread(self.sync.test_policy, namespace, tools, condition=condition, limit=limit)
 
     async def health(self) -> None:
-        return await asyncio.to_thread(self.sync.health)
+        return await self._in_thread(self.sync.health)
 
     async def ready(self) -> None:
-        return await asyncio.to_thread(self.sync.ready)
+        return await self._in_thread(self.sync.ready)
 
     async def metrics(self) -> str:
-        return await asyncio.to_thread(self.sync.metrics)
+        return await self._in_thread(self.sync.metrics)
 
     async def openapi(self) -> Dict[str, Any]:
-        return await asyncio.to_thread(self.sync.openapi)
+        return await self._in_thread(self.sync.openapi)
 

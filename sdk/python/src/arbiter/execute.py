@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Collection, Generic, Optional, Tuple, Type, TypeVar
 
+from . import cancel
 from .errors import (
     APIError,
     ArbiterError,
@@ -238,6 +239,8 @@ def ask(client: Client, spec: Spec) -> EntryResult:
     start = time.monotonic()
     n = 0
     while True:
+        if n > 0 and cancel.stopped():
+            raise cancel.Stopped(f"arbiter: guard {spec.key!r}: the call was cancelled while waiting")
         left = int(spec.approval_wait - (time.monotonic() - start))
         try:
             if n > 0 and left > 0:
@@ -271,7 +274,7 @@ def ask(client: Client, spec: Spec) -> EntryResult:
             waited = time.monotonic() - start
             if waited >= spec.wait:
                 raise InProgressError(a.id, spec.key, res.attempt or 0, res.lease_until, waited)
-            time.sleep(min(client.backoff.pause(n), spec.wait - waited))
+            cancel.sleep(min(client.backoff.pause(n), spec.wait - waited))
         else:
             raise ArbiterError(f"arbiter: guard {spec.key!r}: unexpected outcome {res.outcome!r} for an intent")
         n += 1
@@ -399,7 +402,9 @@ def report(client: Client, a: Attempt, e: Entry) -> EntryResult:
     """Records an outcome, retrying with backoff and jitter while Arbiter is
     unavailable, within the client's report budget. The entry names its
     attempt, so a report that landed before its answer was lost comes back
-    duplicate, which counts as done."""
+    duplicate, which counts as done. When the await it runs for is
+    cancelled (arbiter.cancel) it stops retrying: ReportError, as past the
+    budget, since the ledger has not recorded it."""
     deadline = time.monotonic() + client.report_budget
     n = 0
     while True:
@@ -413,7 +418,8 @@ def report(client: Client, a: Attempt, e: Entry) -> EntryResult:
                 raise ReportError(a.action_id, a.key, a.number, e.type, err) from err
             log.info("arbiter: %s for attempt %d of %r not recorded yet (%s); again in %.2f s",
                      e.type, a.number, a.key, err, pause)
-            time.sleep(pause)
+            if cancel.sleep(pause):
+                raise ReportError(a.action_id, a.key, a.number, e.type, err) from err
             n += 1
 
 

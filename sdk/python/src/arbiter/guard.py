@@ -8,6 +8,7 @@ import functools
 import inspect
 import os
 import threading
+from concurrent.futures import Executor
 from types import TracebackType
 from typing import (
     TYPE_CHECKING,
@@ -26,7 +27,7 @@ from typing import (
     overload,
 )
 
-from . import execute
+from . import cancel, execute
 from .errors import ArbiterError, Compensated, Replayed
 from .execute import Attempt, Done, Outcome, Spec
 from .heartbeat import Heartbeats
@@ -98,6 +99,7 @@ class Guard:
         classify: Optional[Classifier] = None,
         serialize: Optional[Callable[[Any], Any]] = None,
         client: Optional[Client] = None,
+        executor: Optional[Executor] = None,
     ) -> None:
         if classify is not None and not callable(classify):
             raise TypeError(f"arbiter: guard {tool!r}: classify must be a callable, not {type(classify).__name__}")
@@ -110,6 +112,9 @@ class Guard:
             retriable=tuple(retriable), unknown=tuple(unknown), not_done_statuses=tuple(not_done_statuses),
             classify=classify, serialize=serialize)
         self._client = client
+        # Where async uses run their requests (an AsyncClient's own pool;
+        # None: the event loop's default executor).
+        self._executor = executor
         # State of one use as a context manager.
         self._attempt: Optional[Attempt] = None
         self._spec: Optional[Spec] = None
@@ -205,7 +210,7 @@ class Guard:
             @functools.wraps(fn)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
                 arguments, call = prepared(args, kwargs)
-                out = await arun(self.client, self.spec(arguments), call)
+                out = await arun(self.client, self.spec(arguments), call, executor=self._executor)
                 return _returned(out)
 
             async_wrapper.__signature__ = shown  # type: ignore[attr-defined]
@@ -257,13 +262,15 @@ class Guard:
 
     async def __aenter__(self) -> Attempt:
         spec = self.spec()
-        res = await asyncio.to_thread(execute.ask, self.client, spec)
-        return await asyncio.to_thread(self._entered, spec, res)
+        res = await cancel.in_thread(self._executor, execute.ask, self.client, spec)
+        return await cancel.in_thread(self._executor, self._entered, spec, res)
 
     async def __aexit__(
         self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
     ) -> None:
-        await asyncio.to_thread(self._finish, exc)
+        if self._hb is not None:
+            self._hb.end()
+        await cancel.in_thread(self._executor, self._finish, exc)
 
 
 def guard(
@@ -334,44 +341,51 @@ def _returned(out: Outcome) -> Any:
 
 
 async def arun(client: Client, spec: Spec, fn: Callable[[Attempt], Awaitable[Any]],
-               answer: Optional[EntryResult] = None) -> Outcome:
-    """execute.run for a coroutine function: the requests run in threads,
-    fn on the event loop. When the lease is lost, fn's task is cancelled and
-    the outcome is unknown."""
-    res = answer if answer is not None else await asyncio.to_thread(execute.ask, client, spec)
+               answer: Optional[EntryResult] = None, executor: Optional[Executor] = None) -> Outcome:
+    """execute.run for a coroutine function: the requests run in threads of
+    executor (None: the loop's default), fn on the event loop. When the
+    lease is lost, fn's task is cancelled and the outcome is unknown. When
+    the caller cancels, nothing more is waited for or retried: fn's task is
+    cancelled and nothing is reported, and a report under way stops
+    retrying (the action then times out, for a lookup or a person)."""
+    res = answer if answer is not None else await cancel.in_thread(executor, execute.ask, client, spec)
     if res.outcome == COMPENSATE:
         comp = spec.compensate
         if comp is not None and inspect.iscoroutinefunction(comp):
             a = execute.attempt_of(spec, res)
-            return await _run_async(client, spec, a, comp, compensation=True)
-        return await asyncio.to_thread(execute.compensate, client, spec, res)
+            return await _run_async(client, spec, a, comp, compensation=True, executor=executor)
+        return await cancel.in_thread(executor, execute.compensate, client, spec, res)
     if res.outcome != PROCEED:
         return execute.replayed(spec, res)
-    return await _run_async(client, spec, execute.attempt_of(spec, res), fn, compensation=False)
+    return await _run_async(client, spec, execute.attempt_of(spec, res), fn, compensation=False,
+                            executor=executor)
 
 
 async def _run_async(client: Client, spec: Spec, a: Attempt, fn: Callable[[Attempt], Awaitable[Any]],
-                     compensation: bool) -> Outcome:
+                     compensation: bool, executor: Optional[Executor]) -> Outcome:
     loop = asyncio.get_running_loop()
     task = asyncio.ensure_future(fn(a))
     hb = execute.start_heartbeats(client, spec, a, on_lost=lambda: _ignore(loop.call_soon_threadsafe(task.cancel)))
     try:
-        value = await task
+        try:
+            value = await task
+        finally:
+            hb.end()
     except asyncio.CancelledError as cancelled:
-        await asyncio.to_thread(hb.stop)
+        await cancel.in_thread(executor, hb.stop)
         if not a.lease_lost.is_set() or not task.cancelled():
             raise  # the caller cancelled: nothing is reported
         from .errors import OutcomeUnknownError
 
         raise OutcomeUnknownError(a.action_id, a.key, a.number, compensation=compensation) from cancelled
     except Exception as exc:
-        await asyncio.to_thread(hb.stop)
-        await asyncio.to_thread(execute.finish_failed, client, spec, a, exc, compensation)
+        await cancel.in_thread(executor, hb.stop)
+        await cancel.in_thread(executor, execute.finish_failed, client, spec, a, exc, compensation)
         raise
-    await asyncio.to_thread(hb.stop)
+    await cancel.in_thread(executor, hb.stop)
     if compensation:
-        return await asyncio.to_thread(execute.finish_compensated, client, spec, a, value)
-    return await asyncio.to_thread(execute.finish_ok, client, spec, a, value)
+        return await cancel.in_thread(executor, execute.finish_compensated, client, spec, a, value)
+    return await cancel.in_thread(executor, execute.finish_ok, client, spec, a, value)
 
 
 def _ignore(_: Any) -> None:

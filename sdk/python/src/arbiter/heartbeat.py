@@ -70,6 +70,12 @@ class Heartbeats:
                 fails = 0
                 wait = max(0.0, self._every - (time.monotonic() - began))
 
+    def end(self) -> None:
+        """Tells the heartbeats to stop, without waiting for a beat in
+        flight: safe on an event loop, and done even if the stop() that
+        follows in a thread never gets its turn."""
+        self._stop.set()
+
     def stop(self) -> Optional[LeaseLostError]:
         """Ends the heartbeats, waits for a beat in flight, and says whether
         the lease was lost. May be called more than once."""

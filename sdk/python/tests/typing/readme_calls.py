@@ -46,6 +46,14 @@ async def sends() -> None:
     assert_type(await send("ann@example.com"), str)
 
 
+async def pooled() -> None:
+    async with arbiter.AsyncClient("http://127.0.0.1:8080", "ak_1", max_workers=4, timeout=10) as client:
+        assert_type(await client.action_by_key("k"), arbiter.Action)
+        async with client.guard(key="k", tool="email.send") as attempt:
+            assert_type(attempt, arbiter.Attempt)
+    await client.aclose()
+
+
 class Desk:
     """A method: self is passed through, and is not part of the params."""
 
