@@ -7,51 +7,61 @@ import (
 	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
-// Status of an action.
-type Status string
+// Status of an action: the ledger's own type, so the SDK cannot drift from
+// the server.
+type Status = record.Status
 
-// The statuses, in lifecycle order.
+// The statuses, in lifecycle order ([record.Statuses]).
 const (
-	StatusInProgress            Status = "in_progress"
-	StatusSucceeded             Status = "succeeded"
-	StatusFailed                Status = "failed"
-	StatusTimedOut              Status = "timed_out"
-	StatusRetryRequested        Status = "retry_requested"
-	StatusConfirmed             Status = "confirmed"
-	StatusCompensationRequested Status = "compensation_requested"
-	StatusCompensated           Status = "compensated"
-	StatusAbandoned             Status = "abandoned"
-	StatusAwaitingApproval      Status = "awaiting_approval" // held for approval: attempt 0, nothing runs
-	StatusApproved              Status = "approved"          // the next intent gets proceed, attempt 1
-	StatusDenied                Status = "denied"            // rejected or expired: final
+	StatusInProgress            = record.StatusInProgress
+	StatusSucceeded             = record.StatusSucceeded
+	StatusFailed                = record.StatusFailed
+	StatusTimedOut              = record.StatusTimedOut
+	StatusRetryRequested        = record.StatusRetryRequested
+	StatusConfirmed             = record.StatusConfirmed
+	StatusCompensationRequested = record.StatusCompensationRequested
+	StatusCompensated           = record.StatusCompensated
+	StatusAbandoned             = record.StatusAbandoned
+	StatusAwaitingApproval      = record.StatusAwaitingApproval // held for approval: attempt 0, nothing runs
+	StatusApproved              = record.StatusApproved         // the next intent gets proceed, attempt 1
+	StatusDenied                = record.StatusDenied           // rejected or expired: final
 )
 
-// Effect classes say how safe a repeat of a tool call is.
+// Effect is an effect class, the ledger's own type. The fields of the
+// requests and answers stay plain strings, so the Effect* constants below
+// are strings spelled by record; convert with Effect(s) to use the type.
+type Effect = record.Effect
+
+// Effect classes say how safe a repeat of a tool call is ([record.Effects]).
 const (
-	EffectReadOnly   = "read_only"
-	EffectIdempotent = "idempotent" // state-setting: safe to repeat
-	EffectKeyed      = "keyed"      // the downstream honours the key: a retry with it is safe
-	EffectUnkeyed    = "unkeyed"    // the downstream does not deduplicate (the default)
+	EffectReadOnly   = string(record.EffectReadOnly)
+	EffectIdempotent = string(record.EffectIdempotent) // state-setting: safe to repeat
+	EffectKeyed      = string(record.EffectKeyed)      // the downstream honours the key: a retry with it is safe
+	EffectUnkeyed    = string(record.EffectUnkeyed)    // the downstream does not deduplicate (the default)
 )
 
-// Entry types an agent sends.
+// EntryType says what an entry records: the ledger's own type. Like the
+// effects, the Type* constants are strings spelled by record.
+type EntryType = record.EntryType
+
+// Entry types an agent sends ([record.AgentEntryTypes]).
 const (
-	TypeIntent    = "intent"
-	TypeHeartbeat = "heartbeat"
-	TypeSucceeded = "succeeded"
-	TypeFailed    = "failed"
+	TypeIntent    = string(record.TypeIntent)
+	TypeHeartbeat = string(record.TypeHeartbeat)
+	TypeSucceeded = string(record.TypeSucceeded)
+	TypeFailed    = string(record.TypeFailed)
 	// TypeOutcomeUnknown: the agent cannot tell whether the effect
 	// happened (a timeout, a connection lost after the request left); the
 	// action is timed_out at once and goes to a lookup, then a person.
-	TypeOutcomeUnknown = "outcome_unknown"
-	TypeCompensated    = "compensated"
-	TypeNote           = "note"
+	TypeOutcomeUnknown = string(record.TypeOutcomeUnknown)
+	TypeCompensated    = string(record.TypeCompensated)
+	TypeNote           = string(record.TypeNote)
 	// Look before you resend: a worker takes a lookup lease on a timed-out
 	// attempt, asks its downstream, and reports what it found; a
 	// compensation that did not work is reported so its lease is released.
-	TypeLookup             = "lookup"
-	TypeLookupResult       = "lookup_result"
-	TypeCompensationFailed = "compensation_failed"
+	TypeLookup             = string(record.TypeLookup)
+	TypeLookupResult       = string(record.TypeLookupResult)
+	TypeCompensationFailed = string(record.TypeCompensationFailed)
 )
 
 // Answer is what a lookup found out about an attempt whose outcome was
@@ -75,31 +85,33 @@ const (
 // MaxLookups is how many lookups the ledger grants one attempt.
 const MaxLookups = record.MaxLookups
 
-// Outcomes of an entry.
+// Outcomes of an entry ([record.Outcomes]), strings spelled by record
+// (Outcome is the guard's outcome of a call).
 const (
-	OutcomeProceed    = "proceed"     // execute now, with the attempt given
-	OutcomeReplay     = "replay"      // finished before: do not execute; the action has the saved result
-	OutcomeInProgress = "in_progress" // another attempt holds a live lease
-	OutcomeHeld       = "held"        // timed out: a person must decide; do not execute
-	OutcomeCompensate = "compensate"  // undo the effect, then report compensated
-	OutcomeRecorded   = "recorded"
-	OutcomeDuplicate  = "duplicate" // the same outcome for the same attempt was recorded before
-	OutcomeRejected   = "rejected"  // see Result.Error
+	OutcomeProceed    = string(record.OutcomeProceed)    // execute now, with the attempt given
+	OutcomeReplay     = string(record.OutcomeReplay)     // finished before: do not execute; the action has the saved result
+	OutcomeInProgress = string(record.OutcomeInProgress) // another attempt holds a live lease
+	OutcomeHeld       = string(record.OutcomeHeld)       // timed out: a person must decide; do not execute
+	OutcomeCompensate = string(record.OutcomeCompensate) // undo the effect, then report compensated
+	OutcomeRecorded   = string(record.OutcomeRecorded)
+	OutcomeDuplicate  = string(record.OutcomeDuplicate) // the same outcome for the same attempt was recorded before
+	OutcomeRejected   = string(record.OutcomeRejected)  // see Result.Error
 	// OutcomePendingApproval: held until people approve it; do not execute.
-	OutcomePendingApproval = "pending_approval"
+	OutcomePendingApproval = string(record.OutcomePendingApproval)
 	// OutcomeDenied: its approval was rejected or expired; do not execute.
-	OutcomeDenied = "denied"
+	OutcomeDenied = string(record.OutcomeDenied)
 )
 
-// Decisions an operator can take.
+// Decisions an operator can take ([record.Decisions]), strings spelled by
+// record ([Decision] is the request that takes one).
 const (
-	DecisionConfirm         = "confirm"
-	DecisionRetry           = "retry"
-	DecisionCompensate      = "compensate"
-	DecisionMarkCompensated = "mark_compensated"
-	DecisionAbandon         = "abandon"
-	DecisionApprove         = "approve" // one distinct person's yes; reason optional
-	DecisionReject          = "reject"
+	DecisionConfirm         = string(record.DecisionConfirm)
+	DecisionRetry           = string(record.DecisionRetry)
+	DecisionCompensate      = string(record.DecisionCompensate)
+	DecisionMarkCompensated = string(record.DecisionMarkCompensated)
+	DecisionAbandon         = string(record.DecisionAbandon)
+	DecisionApprove         = string(record.DecisionApprove) // one distinct person's yes; reason optional
+	DecisionReject          = string(record.DecisionReject)
 )
 
 // Action is the authoritative record of one intended side effect,

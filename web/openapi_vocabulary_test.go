@@ -48,6 +48,8 @@ func TestOpenAPIEnumsAreTheVocabulary(t *testing.T) {
 	require.Equal(t, strs(record.Decisions), schema("DecisionInput", "decision"))
 	require.Equal(t, strs(record.Decisions), schema("WebhookDecision", "decision"))
 	require.Equal(t, strs(record.EventTypes), schema("WebhookEventType"))
+	require.Equal(t, strs(record.Answers), schema("LookupAnswer", "answer"))
+	require.Equal(t, strs(record.Answers), schema("EntryInput", "answer"))
 }
 
 func strs[T ~string](xs []T) []string {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/arbiter-ledger/arbiter/client"
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 type decideCmd struct {
@@ -29,8 +30,15 @@ type decideCmd struct {
 	id, decision string
 }
 
-var decisionNames = []string{client.DecisionConfirm, client.DecisionRetry, client.DecisionCompensate,
-	client.DecisionMarkCompensated, client.DecisionAbandon, client.DecisionApprove, client.DecisionReject}
+// decisionNames are the ledger's decisions, in the order a person reads
+// them: a new one in record.Decisions is accepted here without an edit.
+var decisionNames = func() []string {
+	names := make([]string, len(record.Decisions))
+	for i, d := range record.Decisions {
+		names[i] = string(d)
+	}
+	return names
+}()
 
 // Validate reads the positional arguments: ID DECISION, or DECISION alone
 // with --filter.

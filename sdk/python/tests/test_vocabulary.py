@@ -1,0 +1,65 @@
+"""The vocabulary of arbiter.types is web/openapi.json's: each group of
+constants spells exactly the values of the enum it stands for, so a value
+added to the contract and forgotten here, or a constant the contract does
+not have, fails. The OpenAPI document is read from the repository root, as
+test_vectors reads sdk/vectors.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+import pytest
+
+from arbiter import types as t
+
+REPO = Path(__file__).resolve().parents[3]
+OPENAPI: Dict[str, Any] = json.loads((REPO / "web" / "openapi.json").read_text(encoding="utf-8"))
+
+
+def enum(schema: str, *props: str) -> List[str]:
+    node: Any = OPENAPI["components"]["schemas"][schema]
+    for p in props:
+        node = node["properties"][p]
+    values = node.get("enum")
+    assert values, f"web/openapi.json has no enum at {'.'.join((schema,) + props)}"
+    return list(values)
+
+
+# Each enum of the contract and the SDK's constants for it, in its order.
+GROUPS: List[Tuple[str, Tuple[str, ...], Tuple[str, ...]]] = [
+    ("Status", ("Status",), (t.IN_PROGRESS, t.SUCCEEDED, t.FAILED, t.TIMED_OUT, t.RETRY_REQUESTED,
+                             t.CONFIRMED, t.COMPENSATION_REQUESTED, t.COMPENSATED, t.ABANDONED,
+                             t.AWAITING_APPROVAL, t.APPROVED, t.DENIED)),
+    ("Effect", ("Effect",), (t.READ_ONLY, t.IDEMPOTENT, t.KEYED, t.UNKEYED)),
+    ("EntryResult.outcome", ("EntryResult", "outcome"),
+     (t.PROCEED, t.REPLAY, t.IN_PROGRESS, t.HELD, t.COMPENSATE, t.RECORDED, t.DUPLICATE, t.REJECTED,
+      t.PENDING_APPROVAL, t.DENIED)),
+    ("LookupAnswer.answer", ("LookupAnswer", "answer"), (t.HAPPENED, t.NOT_HAPPENED, t.UNKNOWN)),
+    ("LookupAnswer.answer (ANSWERS)", ("LookupAnswer", "answer"), t.ANSWERS),
+    ("EntryInput.answer", ("EntryInput", "answer"), t.ANSWERS),
+    ("DecisionInput.decision", ("DecisionInput", "decision"),
+     (t.CONFIRM, t.RETRY, t.COMPENSATE, t.MARK_COMPENSATED, t.ABANDON, t.APPROVE, t.REJECT)),
+    ("WebhookDecision.decision", ("WebhookDecision", "decision"),
+     (t.CONFIRM, t.RETRY, t.COMPENSATE, t.MARK_COMPENSATED, t.ABANDON, t.APPROVE, t.REJECT)),
+]
+
+
+@pytest.mark.parametrize("name,where,ours", GROUPS, ids=[g[0] for g in GROUPS])
+def test_constants_are_the_openapi_enum(name: str, where: Tuple[str, ...], ours: Tuple[str, ...]) -> None:
+    theirs = enum(*where)
+    assert {
+        "missing in the SDK": [v for v in theirs if v not in ours],
+        "missing in web/openapi.json": [v for v in ours if v not in theirs],
+    } == {"missing in the SDK": [], "missing in web/openapi.json": []}, name
+    assert list(ours) == theirs, f"{name}: same values, in the contract's order"
+
+
+def test_every_constant_is_in_the_contract() -> None:
+    """A constant added to arbiter.types belongs to one of the groups above,
+    and so is checked against the contract."""
+    grouped = {v for _, _, ours in GROUPS for v in ours}
+    constants = {k: v for k, v in vars(t).items() if k.isupper() and isinstance(v, str)}
+    assert constants, "arbiter.types has no string constants"
+    assert {k: v for k, v in constants.items() if v not in grouped} == {}
