@@ -179,10 +179,14 @@ func checkJSONField(name string, raw json.RawMessage) error {
 	if p := textProblem(raw); p != "" {
 		return Errorf(CodeInvalid, "field %q must not contain %s", name, p)
 	}
+	// The shape's bounds first: they cap the work of the walk for names.
+	if err := checkJSONShape(name, raw); err != nil {
+		return err
+	}
 	if dup, ok := repeatedName(raw); ok {
 		return Errorf(CodeInvalid, "field %q repeats the name %q in one object; names must be unique", name, dup)
 	}
-	return checkJSONShape(name, raw)
+	return nil
 }
 
 // checkText checks a free-text field that is stored in a JSON payload.
