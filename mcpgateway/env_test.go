@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -218,6 +219,34 @@ func (p *payments) startLocked() error {
 		}
 	}()
 	return nil
+}
+
+// waitBack waits until the supervised HTTP server answers again after it
+// exited on its own, as an operator's retry in production meets a provider
+// that is back. Over stdio the gateway starts the command for its next
+// call, so there is nothing to wait for.
+func (p *payments) waitBack(t *testing.T) {
+	t.Helper()
+	if p.addr == "" {
+		return
+	}
+	eventually(t, "the upstream is back", func() bool {
+		p.mu.Lock()
+		exited := p.exited
+		addr := p.addr
+		p.mu.Unlock()
+		select {
+		case <-exited:
+			return false // exited; the supervisor has not started it yet
+		default:
+		}
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return false
+		}
+		_ = conn.Close()
+		return true
+	})
 }
 
 // stop stops the HTTP server and keeps it stopped: the port then refuses

@@ -310,6 +310,12 @@ func TestOperatorRetryAndCompensationReachTheUpstream(t *testing.T) {
 			return err == nil && a.Status == client.StatusTimedOut
 		})
 		g.runWorker(t)
+		pay.waitBack(t)
+		t.Cleanup(func() {
+			if t.Failed() && a != nil {
+				t.Logf("the action ended the test %s at attempt %d", a.Status, a.Attempt)
+			}
+		})
 		_, err := operator.Decide(ctx, a.ID, client.Decision{Decision: client.DecisionRetry, Reason: "provider shows nothing",
 			AcknowledgeDuplicateRisk: true})
 		require.NoError(t, err)
