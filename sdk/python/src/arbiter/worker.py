@@ -28,7 +28,7 @@ from .outcomes import Classifier
 from .types import (
     COMPENSATION_REQUESTED,
     HELD,
-    IN_PROGRESS,
+    OUTCOME_IN_PROGRESS,
     PROCEED,
     RETRY_REQUESTED,
     TIMED_OUT,
@@ -296,7 +296,7 @@ class Worker:
                 self.log.info("arbiter worker: %s moved on before the lookup: %s", where, e)
                 return
             raise
-        if res.outcome == IN_PROGRESS:
+        if res.outcome == OUTCOME_IN_PROGRESS:
             self.log.info("arbiter worker: another worker is looking up %s", where)
             return
         if res.outcome == HELD:
