@@ -162,7 +162,7 @@ def _decode(tp: Any, v: Any) -> Any:
     if dataclasses.is_dataclass(tp) and isinstance(v, dict):
         hints = _hints(tp)  # type: ignore[arg-type]
         kw = {f.name: _decode(hints[f.name], v[f.name]) for f in dataclasses.fields(tp) if f.name in v}
-        return tp(**kw)
+        return typing.cast(Any, tp)(**kw)  # a dataclass: is_dataclass narrows to an instance too
     return v
 
 
