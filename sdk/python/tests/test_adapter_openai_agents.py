@@ -9,6 +9,7 @@ import json
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, List
 
 import pytest
@@ -280,3 +281,50 @@ def test_a_confirm_without_a_result_reaches_the_model_as_a_sentence(
 
     assert tool_outputs(model) == [model_message("confirmed_without_result")]
     assert psp.calls == []
+
+
+class Recording(arbiter.Client):
+    """A client that notes the name of the thread each request runs in."""
+
+    def __init__(self, c: arbiter.Client) -> None:
+        super().__init__(c.base_url, c.api_key, timeout=c.timeout, backoff=c.backoff)
+        self.threads: List[str] = []
+
+    def _send(self, *args: Any, **kwargs: Any) -> Any:
+        self.threads.append(threading.current_thread().name)
+        return super()._send(*args, **kwargs)
+
+
+def test_an_async_tools_requests_keep_to_the_tools_own_threads(
+        agent: arbiter.Client, operator: arbiter.Client, uniq: str) -> None:
+    psp, order = Provider(), f"order-{uniq}"
+    c = Recording(agent)
+
+    @guarded_tool(tool=f"payments.refund.{uniq}", effect="keyed", require_approval=True, client=c, max_workers=2,
+                  key=lambda order_id, **_: arbiter.key("refund", order_id))
+    async def refund(order_id: str, amount_cents: int, attempt: arbiter.Attempt) -> Dict[str, Any]:
+        """Refunds an order."""
+        return {"refund_id": psp.refund(attempt.key)}
+
+    call = ("refund", {"order_id": order, "amount_cents": 99000}, "c1")
+
+    async def main() -> None:
+        # needs_approval, the held intent, the framework's pause, decide,
+        # and the call that runs: none on the host's default executor.
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(thread_name_prefix="host-default"))
+        await Runner.run(Agent(name="support", model=openai_model([[call], "it waits"]), tools=[refund]), "go")
+        bot = Agent(name="support", model=openai_model([[("refund", call[1], "c2")], "refunded"]), tools=[refund])
+        result = await Runner.run(bot, "go")
+        assert [i.tool_name for i in result.interruptions] == ["refund"]
+        a = c.action_by_key(arbiter.key("refund", order))
+        operator.decide(a.id, "approve", "double-charged")
+        state = result.to_state()
+        assert await decide(state, wait=10) == []
+        result = await Runner.run(bot, state)
+        assert result.final_output == "refunded"
+
+    c.threads.clear()
+    asyncio.run(main())
+    assert psp.calls == [arbiter.key("refund", order)]
+    from_loop = [t for t in c.threads if t != threading.current_thread().name]  # the test's own reads
+    assert from_loop and all(t.startswith("arbiter-tool") for t in from_loop), from_loop

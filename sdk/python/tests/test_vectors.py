@@ -78,20 +78,33 @@ def test_lookup_budget_pause_lease_and_failure_evidence() -> None:
         assert said.startswith(LOOKUPS["failed_said_prefix"])
 
 
+def reconciliation(**given: Any) -> Reconciliation:
+    """A Reconciliation with every field the wire carries: the vector's
+    values, nothing or zero for the others."""
+    blank: Dict[str, Any] = dict(key_expires_at=None, lookup_attempt=0, lookups=0, lookup_until=None, last_lookup=None,
+                                 compensation_failures=0, compensation_error=None, compensation_retriable=False,
+                                 compensation_timed_out=False)
+    return Reconciliation(**{**blank, **given})
+
+
 @pytest.mark.parametrize("case", LOOKUPS["due"], ids=lambda c: c["case"])
 def test_lookup_due(case: Dict[str, Any]) -> None:
     now = datetime.now(timezone.utc)
     at = {"now": now, "long_ago": now - timedelta(hours=1), "future": now + timedelta(minutes=1)}
     a = arbiter.Action(id="a", namespace="sdk", key="k", tool="t", effect="keyed", status=TIMED_OUT,
-                       attempt=max(case.get("attempt", 1), 1), version=3)
+                       attempt=max(case.get("attempt", 1), 1), version=3, lease_until=None, reference=None,
+                       agent=None, params={}, result=None, external_ref=None, created_at=now, updated_at=now,
+                       approval=None, reconciliation=None)
     r = case["reconciliation"]
     if r is not None:
-        a.reconciliation = Reconciliation(lookup_attempt=r["lookup_attempt"], lookups=r["lookups"],
+        a.reconciliation = reconciliation(lookup_attempt=r["lookup_attempt"], lookups=r["lookups"],
                                           lookup_until=at[r["lookup_until"]] if "lookup_until" in r else None)
         if "last_lookup" in r:
             last = r["last_lookup"]
             a.reconciliation.last_lookup = LookupAnswer(attempt=last["attempt"], answer=last["answer"],
-                                                        said=last["said"], at=at[last["at"]])
+                                                        said=last["said"], at=at[last["at"]],
+                                                        by=arbiter.Actor(kind="agent", name="worker"),
+                                                        external_ref=None)
     assert lookup_due(a, now, float(LOOKUPS["retry_after_s"])) is case["due"]
 
 
@@ -99,7 +112,7 @@ def test_lookup_due(case: Dict[str, Any]) -> None:
 def test_compensation_due(case: Dict[str, Any]) -> None:
     from arbiter.worker import compensation_due
     r = case["reconciliation"]
-    rc = None if r is None else Reconciliation(**r)
+    rc = None if r is None else reconciliation(**r)
     assert compensation_due(rc) is case["due"]
 
 

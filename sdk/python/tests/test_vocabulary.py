@@ -1,12 +1,13 @@
 """The vocabulary of arbiter.types is web/openapi.json's: each group of
-constants spells exactly the values of the enum it stands for, so a value
-added to the contract and forgotten here, or a constant the contract does
-not have, fails. The OpenAPI document is read from the repository root, as
+constants, and each Literal alias, spells exactly the values of the enum it
+stands for, so a value added to the contract and forgotten here, or a
+constant the contract does not have, fails. The OpenAPI document is read from the repository root, as
 test_vectors reads sdk/vectors.json."""
 
 from __future__ import annotations
 
 import json
+import typing
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
@@ -34,15 +35,15 @@ GROUPS: List[Tuple[str, Tuple[str, ...], Tuple[str, ...]]] = [
                              t.AWAITING_APPROVAL, t.APPROVED, t.DENIED)),
     ("Effect", ("Effect",), (t.READ_ONLY, t.IDEMPOTENT, t.KEYED, t.UNKEYED)),
     ("EntryResult.outcome", ("EntryResult", "outcome"),
-     (t.PROCEED, t.REPLAY, t.IN_PROGRESS, t.HELD, t.COMPENSATE, t.RECORDED, t.DUPLICATE, t.REJECTED,
-      t.PENDING_APPROVAL, t.DENIED)),
+     (t.PROCEED, t.REPLAY, t.OUTCOME_IN_PROGRESS, t.HELD, t.COMPENSATE, t.RECORDED, t.DUPLICATE, t.REJECTED,
+      t.PENDING_APPROVAL, t.OUTCOME_DENIED)),
     ("LookupAnswer.answer", ("LookupAnswer", "answer"), (t.HAPPENED, t.NOT_HAPPENED, t.UNKNOWN)),
     ("LookupAnswer.answer (ANSWERS)", ("LookupAnswer", "answer"), t.ANSWERS),
     ("EntryInput.answer", ("EntryInput", "answer"), t.ANSWERS),
     ("DecisionInput.decision", ("DecisionInput", "decision"),
-     (t.CONFIRM, t.RETRY, t.COMPENSATE, t.MARK_COMPENSATED, t.ABANDON, t.APPROVE, t.REJECT)),
+     (t.CONFIRM, t.RETRY, t.DECISION_COMPENSATE, t.MARK_COMPENSATED, t.ABANDON, t.APPROVE, t.REJECT)),
     ("WebhookDecision.decision", ("WebhookDecision", "decision"),
-     (t.CONFIRM, t.RETRY, t.COMPENSATE, t.MARK_COMPENSATED, t.ABANDON, t.APPROVE, t.REJECT)),
+     (t.CONFIRM, t.RETRY, t.DECISION_COMPENSATE, t.MARK_COMPENSATED, t.ABANDON, t.APPROVE, t.REJECT)),
 ]
 
 
@@ -63,3 +64,43 @@ def test_every_constant_is_in_the_contract() -> None:
     constants = {k: v for k, v in vars(t).items() if k.isupper() and isinstance(v, str)}
     assert constants, "arbiter.types has no string constants"
     assert {k: v for k, v in constants.items() if v not in grouped} == {}
+
+
+# Each Literal alias of arbiter.types and the enum it spells, in its order.
+ALIASES: List[Tuple[str, Tuple[str, ...]]] = [
+    ("Status", ("Status",)),
+    ("Effect", ("Effect",)),
+    ("EntryType", ("EntryInput", "type")),
+    ("LedgerEntryType", ("Entry", "type")),
+    ("EntryOutcome", ("EntryResult", "outcome")),
+    ("Answer", ("LookupAnswer", "answer")),
+    ("Decision", ("DecisionInput", "decision")),
+    ("ActorKind", ("Actor", "kind")),
+    ("EventType", ("WebhookEventType",)),
+    ("WebhookFormat", ("WebhookFormat",)),
+    ("DeliveryState", ("WebhookDelivery", "state")),
+]
+
+
+def literal_aliases() -> Dict[str, Tuple[str, ...]]:
+    return {k: typing.get_args(v) for k, v in vars(t).items() if typing.get_origin(v) is typing.Literal}
+
+
+@pytest.mark.parametrize("alias,where", ALIASES, ids=[a[0] for a in ALIASES])
+def test_literal_alias_is_the_openapi_enum(alias: str, where: Tuple[str, ...]) -> None:
+    ours = literal_aliases()[alias]
+    assert list(ours) == enum(*where), f"arbiter.types.{alias}: the values of web/openapi.json, in its order"
+
+
+def test_every_literal_alias_is_in_the_contract() -> None:
+    """A Literal alias added to arbiter.types is one of ALIASES, and so is
+    checked against the contract."""
+    assert set(literal_aliases()) - {a for a, _ in ALIASES} == set()
+
+
+@pytest.mark.parametrize("alias,group", [("Status", "Status"), ("Effect", "Effect"),
+                                         ("EntryOutcome", "EntryResult.outcome"), ("Answer", "LookupAnswer.answer"),
+                                         ("Decision", "DecisionInput.decision")])
+def test_constants_spell_their_alias(alias: str, group: str) -> None:
+    (ours,) = [c for name, _, c in GROUPS if name == group]
+    assert ours == literal_aliases()[alias]

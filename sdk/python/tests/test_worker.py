@@ -4,13 +4,17 @@ up before a person has to: retries with the original key, compensations
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List
 
 import pytest
 
 import arbiter
+from arbiter import cancel
 from conftest import eventually, types_of, wait_status
 
 
@@ -316,3 +320,34 @@ def test_worker_classifies_a_compensations_error_as_its_tool_says(
     else:
         assert "HTTP 422 from the provider" in entries[-1].payload["error"]
         assert a.lease_until is None  # released for the next try
+
+
+def test_run_async_keeps_off_the_default_executor_and_cancelling_stops_its_pauses() -> None:
+    """run_async polls in the worker's own thread, never one of the loop's
+    default executor; cancelling it reaches that thread: a pause between
+    retries (a report's, a wait's) ends at once, and polling stops."""
+    started, woke, threads = threading.Event(), [], []
+
+    class Waiting(arbiter.Worker):
+        def run_once(self) -> int:
+            threads.append(threading.current_thread().name)
+            started.set()
+            woke.append(cancel.sleep(30))  # as a report's pause before it retries
+            return 0
+
+    w = Waiting(arbiter.Client("http://127.0.0.1:9", "ak_whatever"), poll=0.01, max_poll=0.01)
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(thread_name_prefix="host-default"))
+        task = asyncio.ensure_future(w.run_async())
+        assert await asyncio.get_running_loop().run_in_executor(None, started.wait, 5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    eventually(lambda: woke, timeout=5, what="the pause to end once run_async was cancelled")
+    assert woke == [True]
+    assert [t.startswith("arbiter-worker") for t in threads] == [True]
+    time.sleep(0.2)
+    assert len(woke) == 1, "the worker polled again after run_async was cancelled"

@@ -27,7 +27,6 @@ from typing import (
 
 from . import cancel
 from .client import Client
-from .errors import ArbiterError
 from .execute import Attempt, Outcome, Spec
 from .guard import Guard, arun
 from .types import (
@@ -69,19 +68,15 @@ class AsyncClient:
         return c
 
     def _start(self, sync: Client, max_workers: int) -> None:
-        if max_workers < 1:
-            raise ValueError(f"arbiter: AsyncClient: max_workers must be at least 1, not {max_workers}")
+        self._threads = cancel.Pool("AsyncClient", max_workers, "arbiter-aio")
         self.sync = sync
         self.max_workers = max_workers
-        self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="arbiter-aio")
-        self._closed = False
 
     async def aclose(self) -> None:
         """Ends the client's pool without waiting: requests under way and
         queued finish in their threads (an outcome report still lands);
         later calls raise ArbiterError. May be called more than once."""
-        self._closed = True
-        self._executor.shutdown(wait=False)
+        self._threads.close()
 
     async def __aenter__(self) -> "AsyncClient":
         return self
@@ -92,12 +87,10 @@ class AsyncClient:
         await self.aclose()
 
     async def _in_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return await cancel.in_thread(self._pool(), fn, *args, **kwargs)
+        return await self._threads.run(fn, *args, **kwargs)
 
     def _pool(self) -> ThreadPoolExecutor:
-        if self._closed:
-            raise ArbiterError("arbiter: the AsyncClient is closed")
-        return self._executor
+        return self._threads.executor()
 
     def guard(self, **spec: Any) -> Guard:
         """A guard on this client, for ``async with`` or an ``async def``."""

@@ -1,7 +1,10 @@
-"""How a cancelled await reaches the thread doing its requests: the thread
-stops waiting and retrying between attempts (a request already sent is
-never abandoned half-way, nor its answer misreported), so a cancelled call
-frees its thread as soon as the request in flight returns."""
+"""How async code runs the blocking requests: in a Pool of threads its
+owner (an AsyncClient, a Worker, a guarded tool of an adapter) holds, never
+on the event loop's default executor; and how a cancelled await reaches
+the thread doing its requests: the thread stops waiting and retrying
+between attempts (a request already sent is never abandoned half-way, nor
+its answer misreported), so a cancelled call frees its thread as soon as
+the request in flight returns."""
 
 from __future__ import annotations
 
@@ -10,12 +13,12 @@ import contextvars
 import functools
 import threading
 import time
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Callable, Optional, TypeVar
 
 from .errors import ArbiterError
 
-__all__ = ["Stopped", "in_thread", "sleep", "stopped"]
+__all__ = ["Pool", "Stopped", "in_thread", "sleep", "stopped"]
 
 T = TypeVar("T")
 
@@ -63,3 +66,36 @@ async def in_thread(executor: Optional[Executor], fn: Callable[..., T], *args: A
 def _stoppable(ev: threading.Event, fn: Callable[[], T]) -> T:
     _stop.set(ev)
     return fn()
+
+
+class Pool:
+    """The bounded threads of one owner (``name`` says which in errors,
+    ``thread_name`` prefixes its threads' names): at most ``max_workers`` of its calls run at once, the
+    others wait their turn in its queue, and none takes a thread of the
+    host application's default executor. ``close()`` ends it: what is
+    under way and queued finishes, later calls raise ArbiterError."""
+
+    def __init__(self, name: str, max_workers: int, thread_name: str) -> None:
+        if max_workers < 1:
+            raise ValueError(f"arbiter: {name}: max_workers must be at least 1, not {max_workers}")
+        self.name = name
+        self.max_workers = max_workers
+        self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=thread_name)
+        self._closed = False
+
+    def executor(self) -> ThreadPoolExecutor:
+        """The pool's executor, for arbiter.guard's async paths; raises
+        ArbiterError once closed."""
+        if self._closed:
+            raise ArbiterError(f"arbiter: the {self.name} is closed")
+        return self._executor
+
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """fn(*args, **kwargs) in one of the pool's threads (in_thread):
+        cancelling the await tells fn's retry loops to stop."""
+        return await in_thread(self.executor(), fn, *args, **kwargs)
+
+    def close(self) -> None:
+        """Ends the pool without waiting. May be called more than once."""
+        self._closed = True
+        self._executor.shutdown(wait=False)

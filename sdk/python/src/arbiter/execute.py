@@ -9,7 +9,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Collection, Generic, Optional, Tuple, Type, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Collection, Generic, Optional, Tuple, Type, TypeVar, cast
 
 from . import cancel
 from .errors import (
@@ -34,15 +34,17 @@ from .types import (
     COMPENSATE,
     COMPENSATION_REQUESTED,
     CONFIRMED,
-    DENIED,
     HELD,
-    IN_PROGRESS,
+    OUTCOME_DENIED,
+    OUTCOME_IN_PROGRESS,
     PENDING_APPROVAL,
     PROCEED,
     REPLAY,
     SUCCEEDED,
     Action,
+    Effect,
     Entry,
+    EntryType,
     EntryResult,
 )
 
@@ -152,14 +154,14 @@ class Spec:
     def lease(self) -> float:
         return self.timeout if self.timeout > 0 else DEFAULT_LEASE
 
-    def entry(self, type: str, attempt: int = 0) -> Entry:
+    def entry(self, type: EntryType, attempt: int = 0) -> Entry:
         return Entry(key=self.key, type=type, attempt=attempt or None, agent=self.agent or None,
                      run_id=self.run_id or None)
 
     def intent(self) -> Entry:
         e = self.entry("intent")
         e.tool = self.tool
-        e.effect = self.effect or None
+        e.effect = cast(Optional[Effect], self.effect or None)  # the server refuses an unknown one
         e.timeout = self.timeout or None
         e.reference = self.reference or None
         e.require_approval = True if self.require_approval else None
@@ -265,12 +267,12 @@ def ask(client: Client, spec: Spec) -> EntryResult:
                 raise PendingApprovalError(a.id, spec.key, client.action_url(a.id), time.monotonic() - start,
                                            failing)
             # Ask again, waiting on the server for the decision.
-        elif res.outcome == DENIED:
+        elif res.outcome == OUTCOME_DENIED:
             ap = a.approval
             rej = ap.rejection if ap is not None else None
             raise DeniedError(a.id, spec.key, client.action_url(a.id), expired=rej is None,
                               by=rej.by.name if rej else "", reason=rej.reason if rej else "")
-        elif res.outcome == IN_PROGRESS:
+        elif res.outcome == OUTCOME_IN_PROGRESS:
             waited = time.monotonic() - start
             if waited >= spec.wait:
                 raise InProgressError(a.id, spec.key, res.attempt or 0, res.lease_until, waited)

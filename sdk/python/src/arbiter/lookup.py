@@ -11,10 +11,10 @@ import json
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, List, Optional, Union
+from typing import Any, Callable, List, Optional, Union, cast
 
 from .execute import MAX_RESULT_BYTES, error_text
-from .types import ANSWERS, HAPPENED, MAX_LOOKUPS, UNKNOWN, Action, Entry, LedgerEntry
+from .types import ANSWERS, HAPPENED, MAX_LOOKUPS, UNKNOWN, Action, Answer, Entry, LedgerEntry
 
 __all__ = ["LookupRequest", "LookupResult", "LookupFunc"]
 
@@ -95,7 +95,7 @@ def lookup_due(a: Action, now: datetime, retry: float) -> bool:
         return True  # a lookup whose worker never answered: its lease passed
     if not last.said.startswith(LOOKUP_ERROR_SAID):
         return False  # an answer of the downstream's own: a person decides
-    wait = retry * 2 ** max(rc.lookups - 1, 0)
+    wait: float = retry * 2 ** max(rc.lookups - 1, 0)
     return last.at is None or (now - last.at).total_seconds() >= wait
 
 
@@ -134,7 +134,7 @@ def lookup_result_entry(e: Entry, r: LookupResult) -> Entry:
     """Fills the lookup_result entry e; evidence or a result the ledger
     would refuse is replaced by a string saying so, rather than losing the
     answer."""
-    e.answer = r.answer
+    e.answer = cast(Answer, r.answer)  # one of ANSWERS: ask_downstream made sure
     e.evidence = _kept("evidence", r.evidence)
     if r.answer == HAPPENED:
         e.result = _kept("result", r.result)

@@ -1,6 +1,7 @@
 """The wire contract's shapes (web/openapi.json) as dataclasses, and the
-vocabulary as constants. Answers are decoded by field type; fields the
-server adds later are ignored, so an older SDK keeps working."""
+vocabulary as Literal aliases and constants. Answers are decoded by field
+type; fields the server adds later are ignored, so an older SDK keeps
+working."""
 
 from __future__ import annotations
 
@@ -8,58 +9,105 @@ import dataclasses
 import re
 import sys
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional, Type, TypeVar
+from typing import Any, Dict, Final, List, Literal, Optional, Tuple, Type, TypeVar
+
+# Each group of the vocabulary is a Literal alias spelling the values of
+# its enum in web/openapi.json (tests/test_vocabulary.py holds them to it),
+# and a constant per value, typed as its Literal (Final), so a checker sees
+# a misspelt value or one of the wrong group.
 
 # Statuses of an action, in lifecycle order.
-IN_PROGRESS = "in_progress"
-SUCCEEDED = "succeeded"
-FAILED = "failed"
-TIMED_OUT = "timed_out"
-RETRY_REQUESTED = "retry_requested"
-CONFIRMED = "confirmed"
-COMPENSATION_REQUESTED = "compensation_requested"
-COMPENSATED = "compensated"
-ABANDONED = "abandoned"
-AWAITING_APPROVAL = "awaiting_approval"
-APPROVED = "approved"
-DENIED = "denied"
+Status = Literal[
+    "in_progress", "succeeded", "failed", "timed_out", "retry_requested", "confirmed", "compensation_requested",
+    "compensated", "abandoned", "awaiting_approval", "approved", "denied",
+]
+IN_PROGRESS: Final = "in_progress"
+SUCCEEDED: Final = "succeeded"
+FAILED: Final = "failed"
+TIMED_OUT: Final = "timed_out"
+RETRY_REQUESTED: Final = "retry_requested"
+CONFIRMED: Final = "confirmed"
+COMPENSATION_REQUESTED: Final = "compensation_requested"
+COMPENSATED: Final = "compensated"
+ABANDONED: Final = "abandoned"
+AWAITING_APPROVAL: Final = "awaiting_approval"
+APPROVED: Final = "approved"
+DENIED: Final = "denied"
 
 # Effect classes: how safe a repeat of a tool call is.
-READ_ONLY = "read_only"
-IDEMPOTENT = "idempotent"  # state-setting: safe to repeat
-KEYED = "keyed"  # the downstream honours the key: a retry with it is safe
-UNKEYED = "unkeyed"  # the downstream does not deduplicate (the default)
+Effect = Literal["read_only", "idempotent", "keyed", "unkeyed"]
+READ_ONLY: Final = "read_only"
+IDEMPOTENT: Final = "idempotent"  # state-setting: safe to repeat
+KEYED: Final = "keyed"  # the downstream honours the key: a retry with it is safe
+UNKEYED: Final = "unkeyed"  # the downstream does not deduplicate (the default)
 
-# Outcomes of an entry.
-PROCEED = "proceed"
-REPLAY = "replay"
-HELD = "held"
-COMPENSATE = "compensate"
-RECORDED = "recorded"
-DUPLICATE = "duplicate"
-REJECTED = "rejected"
-PENDING_APPROVAL = "pending_approval"
-# DENIED and IN_PROGRESS are outcomes too, spelled as the statuses.
+# Types of the entries an agent sends (Entry.type, EntryResult.type).
+EntryType = Literal[
+    "intent", "heartbeat", "succeeded", "failed", "outcome_unknown", "compensated", "note", "lookup", "lookup_result",
+    "compensation_failed",
+]
+# Types of the entries of a timeline (LedgerEntry.type): an agent's, and
+# those Arbiter records itself.
+LedgerEntryType = Literal[
+    "intent", "heartbeat", "succeeded", "failed", "outcome_unknown", "compensated", "note", "lookup", "lookup_result",
+    "compensation_failed", "timed_out", "decision", "key_reused", "stale_outcome", "stale_heartbeat", "late_result",
+    "lease_lost", "rejected", "approval_expired", "approval_escalated", "reconciled", "compensation_timed_out",
+]
+
+# Outcomes of an entry (EntryResult.outcome).
+EntryOutcome = Literal[
+    "proceed", "replay", "in_progress", "held", "compensate", "recorded", "duplicate", "rejected", "pending_approval",
+    "denied",
+]
+PROCEED: Final = "proceed"
+REPLAY: Final = "replay"
+OUTCOME_IN_PROGRESS: Final = "in_progress"  # another attempt holds a live lease
+HELD: Final = "held"
+COMPENSATE: Final = "compensate"
+RECORDED: Final = "recorded"
+DUPLICATE: Final = "duplicate"
+REJECTED: Final = "rejected"
+PENDING_APPROVAL: Final = "pending_approval"
+OUTCOME_DENIED: Final = "denied"  # its approval was rejected or expired
+# Deprecated as outcomes: IN_PROGRESS and DENIED are the statuses; they
+# spell the outcomes of the same names too, and still compare equal to
+# them, but name the outcomes OUTCOME_IN_PROGRESS and OUTCOME_DENIED.
 
 # Answers of a lookup.
-HAPPENED = "happened"
-NOT_HAPPENED = "not_happened"
-UNKNOWN = "unknown"
-ANSWERS = (HAPPENED, NOT_HAPPENED, UNKNOWN)
+Answer = Literal["happened", "not_happened", "unknown"]
+HAPPENED: Final = "happened"
+NOT_HAPPENED: Final = "not_happened"
+UNKNOWN: Final = "unknown"
+ANSWERS: Tuple[Answer, ...] = (HAPPENED, NOT_HAPPENED, UNKNOWN)
 
 # How many lookups the ledger grants one attempt.
 MAX_LOOKUPS = 3
 
 # Decisions an operator can take.
-CONFIRM = "confirm"
-RETRY = "retry"
-MARK_COMPENSATED = "mark_compensated"
-ABANDON = "abandon"
-APPROVE = "approve"
-REJECT = "reject"
-# COMPENSATE is also the decision "compensate".
+Decision = Literal["confirm", "retry", "compensate", "mark_compensated", "abandon", "approve", "reject"]
+CONFIRM: Final = "confirm"
+RETRY: Final = "retry"
+DECISION_COMPENSATE: Final = "compensate"
+MARK_COMPENSATED: Final = "mark_compensated"
+ABANDON: Final = "abandon"
+APPROVE: Final = "approve"
+REJECT: Final = "reject"
+# Deprecated as a decision: COMPENSATE is the outcome; it spells the
+# decision too, but name the decision DECISION_COMPENSATE.
+
+# Who wrote an entry (Actor.kind).
+ActorKind = Literal["agent", "operator", "system"]
+
+# Alerts (Webhook.event_types, Delivery.event_type) and how they are sent.
+EventType = Literal[
+    "action.timed_out", "action.decided", "action.key_reused", "action.stale_outcome", "action.late_result",
+    "action.compensated", "action.failed", "action.approval_requested", "action.approved",
+    "action.approval_escalated", "action.approval_expired", "action.reconciled", "webhook.test",
+]
+WebhookFormat = Literal["standard", "slack"]
+DeliveryState = Literal["pending", "succeeded", "failed"]
 
 T = TypeVar("T")
 
@@ -114,31 +162,36 @@ def _decode(tp: Any, v: Any) -> Any:
     if dataclasses.is_dataclass(tp) and isinstance(v, dict):
         hints = _hints(tp)  # type: ignore[arg-type]
         kw = {f.name: _decode(hints[f.name], v[f.name]) for f in dataclasses.fields(tp) if f.name in v}
-        return tp(**kw)
+        return typing.cast(Any, tp)(**kw)  # a dataclass: is_dataclass narrows to an instance too
     return v
+
+
+# The answers' dataclasses: a field the wire always carries (web/openapi.json
+# "required", perhaps null) has no default; one it may leave out defaults
+# to None.
 
 
 @dataclass
 class Actor:
     """Who wrote a ledger entry or took a decision."""
 
-    kind: str = ""  # agent, operator or system
-    name: str = ""  # the person (an operator's email), or the agent's or system's name
-    via: str = ""  # how an operator decided: "dashboard" or "api_key:<key name>"
+    kind: ActorKind
+    name: str  # the person (an operator's email), or the agent's or system's name
+    via: Optional[str] = None  # how an operator decided: "dashboard" or "api_key:<key name>"
 
 
 @dataclass
 class ApprovalVote:
-    by: Actor = field(default_factory=Actor)
-    at: Optional[datetime] = None
-    reason: str = ""
+    by: Actor
+    at: datetime
+    reason: str
 
 
 @dataclass
 class ApprovalPolicy:
-    id: str = ""
-    name: str = ""
-    version: int = 0
+    id: str
+    name: str
+    version: int
     # Why the policy's condition failed at run time (a missing param, a
     # type error): the intent was held anyway (fail closed). None when it
     # evaluated.
@@ -149,24 +202,24 @@ class ApprovalPolicy:
 class Approval:
     """What an action held for approval needs and has."""
 
-    required: int = 0
-    approvals: List[ApprovalVote] = field(default_factory=list)
-    expires_at: Optional[datetime] = None
-    escalate_at: Optional[datetime] = None
-    policies: List[ApprovalPolicy] = field(default_factory=list)
-    rejection: Optional[ApprovalVote] = None
+    required: int
+    approvals: List[ApprovalVote]
+    expires_at: datetime
+    escalate_at: Optional[datetime]
+    policies: List[ApprovalPolicy]
+    rejection: Optional[ApprovalVote]
 
 
 @dataclass
 class LookupAnswer:
     """One answered lookup, as the action keeps it for whoever decides."""
 
-    attempt: int = 0
-    answer: str = ""
-    at: Optional[datetime] = None
-    by: Actor = field(default_factory=Actor)
-    external_ref: Optional[str] = None
-    said: str = ""  # the start of the evidence, as compact JSON
+    attempt: int
+    answer: Answer
+    at: datetime
+    by: Actor
+    external_ref: Optional[str]
+    said: str  # the start of the evidence, as compact JSON
 
 
 @dataclass
@@ -174,15 +227,15 @@ class Reconciliation:
     """Look before you resend: the key's expiry, the lookups of the current
     attempt and the last answer, and how the compensation went."""
 
-    key_expires_at: Optional[datetime] = None
-    lookup_attempt: int = 0
-    lookups: int = 0
-    lookup_until: Optional[datetime] = None
-    last_lookup: Optional[LookupAnswer] = None
-    compensation_failures: int = 0
-    compensation_error: Optional[str] = None
-    compensation_retriable: bool = False
-    compensation_timed_out: bool = False
+    key_expires_at: Optional[datetime]
+    lookup_attempt: int
+    lookups: int
+    lookup_until: Optional[datetime]
+    last_lookup: Optional[LookupAnswer]
+    compensation_failures: int
+    compensation_error: Optional[str]
+    compensation_retriable: bool
+    compensation_timed_out: bool
 
 
 @dataclass
@@ -190,43 +243,43 @@ class Action:
     """The authoritative record of one intended side effect, identified by
     (namespace, key)."""
 
-    id: str = ""
-    namespace: str = ""
-    key: str = ""
-    tool: str = ""
-    effect: str = ""
-    status: str = ""
-    attempt: int = 0
-    version: int = 0
-    lease_until: Optional[datetime] = None
-    reference: Optional[str] = None
-    agent: Optional[str] = None
-    params: Any = None
-    result: Any = None
-    external_ref: Optional[str] = None
-    created_at: Optional[datetime] = None
-    updated_at: Optional[datetime] = None
-    approval: Optional[Approval] = None
-    reconciliation: Optional[Reconciliation] = None
+    id: str
+    namespace: str
+    key: str
+    tool: str
+    effect: Effect
+    status: Status
+    attempt: int
+    version: int
+    lease_until: Optional[datetime]
+    reference: Optional[str]
+    agent: Optional[str]
+    params: Any
+    result: Any
+    external_ref: Optional[str]
+    created_at: datetime
+    updated_at: datetime
+    approval: Optional[Approval]
+    reconciliation: Optional[Reconciliation]
 
 
 @dataclass
 class ErrorDetail:
-    code: str = ""
-    message: str = ""
+    code: str
+    message: str
 
 
 @dataclass
 class EntryResult:
     """The ledger's answer to one entry."""
 
-    key: str = ""
-    type: str = ""
-    outcome: str = ""
-    attempt: Optional[int] = None
-    lease_until: Optional[datetime] = None
-    action: Optional[Action] = None
-    error: Optional[ErrorDetail] = None  # set exactly when outcome is rejected
+    key: str
+    type: EntryType
+    outcome: EntryOutcome
+    attempt: Optional[int]
+    lease_until: Optional[datetime]
+    action: Optional[Action]
+    error: Optional[ErrorDetail]  # set exactly when outcome is rejected
 
 
 @dataclass
@@ -235,9 +288,9 @@ class Entry:
     which fields a type takes is in the OpenAPI document."""
 
     key: str
-    type: str
+    type: EntryType
     tool: Optional[str] = None
-    effect: Optional[str] = None
+    effect: Optional[Effect] = None
     params: Any = None
     timeout: Optional[float] = None  # lease in seconds (intent, heartbeat, lookup)
     reference: Optional[str] = None
@@ -252,7 +305,7 @@ class Entry:
     error: Optional[str] = None
     retriable: Optional[bool] = None
     message: Optional[str] = None
-    answer: Optional[str] = None
+    answer: Optional[Answer] = None
     evidence: Any = None
 
     def to_json(self) -> Dict[str, Any]:
@@ -270,22 +323,22 @@ class LedgerEntry:
     """One immutable record of an action's timeline: what an agent sent, or
     what Arbiter recorded (timed_out, decision, key_reused, …)."""
 
-    id: str = ""
-    seq: int = 0
-    type: str = ""
-    actor: Actor = field(default_factory=Actor)
-    attempt: Optional[int] = None
-    payload: Dict[str, Any] = field(default_factory=dict)
-    occurred_at: Optional[datetime] = None
-    recorded_at: Optional[datetime] = None
+    id: str
+    seq: int
+    type: LedgerEntryType
+    actor: Actor
+    attempt: Optional[int]
+    payload: Dict[str, Any]
+    occurred_at: Optional[datetime]
+    recorded_at: datetime
 
 
 @dataclass
 class ActionPage:
     """One page of actions, newest first; next_cursor fetches the next."""
 
-    actions: List[Action] = field(default_factory=list)
-    next_cursor: Optional[str] = None
+    actions: List[Action]
+    next_cursor: Optional[str]
 
 
 @dataclass
@@ -293,58 +346,60 @@ class EntryPage:
     """One page of a timeline, oldest first (at most its limit of entries and
     about 4 MiB); next_cursor fetches the next."""
 
-    entries: List[LedgerEntry] = field(default_factory=list)
-    next_cursor: Optional[str] = None
+    entries: List[LedgerEntry]
+    next_cursor: Optional[str]
 
 
 @dataclass
 class DecisionResult:
-    action: Optional[Action] = None
-    entry: Optional[LedgerEntry] = None
+    action: Action
+    entry: LedgerEntry
 
 
 @dataclass
 class BulkSkip:
-    id: str = ""
-    code: str = ""  # what a single decision on it would have got
+    id: str
+    code: str  # what a single decision on it would have got
 
 
 @dataclass
 class BulkDecisionResult:
     """What a bulk decision did (applied, skipped) or, for a dry run, would
-    do (matched, allowed, sample)."""
+    do (matched, allowed, sample): the answer of a dry run leaves applied
+    and skipped None, the answer of a decision matched, allowed and sample."""
 
-    matched: int = 0
-    allowed: int = 0
-    sample: List[Action] = field(default_factory=list)
-    applied: int = 0
-    skipped: List[BulkSkip] = field(default_factory=list)
+    matched: Optional[int] = None
+    allowed: Optional[int] = None
+    sample: Optional[List[Action]] = None
+    applied: Optional[int] = None
+    skipped: Optional[List[BulkSkip]] = None
 
 
 @dataclass
 class Policy:
     """An approval policy: which first intents wait for people's approval."""
 
-    id: str = ""
-    namespace: str = ""
-    name: str = ""
-    tools: List[str] = field(default_factory=list)
-    condition: str = ""
-    approvals_required: int = 0
-    expires_after: int = 0
-    escalate_after: Optional[int] = None
-    enabled: bool = False
-    version: int = 0
-    created_at: Optional[datetime] = None
-    updated_at: Optional[datetime] = None
+    id: str
+    namespace: str
+    name: str
+    tools: List[str]
+    condition: str
+    approvals_required: int
+    expires_after: int
+    escalate_after: Optional[int]
+    enabled: bool
+    version: int
+    created_at: datetime
+    updated_at: datetime
 
 
 @dataclass
 class PolicyTestResult:
-    examined: int = 0
-    matched: int = 0
-    sample: List[Action] = field(default_factory=list)
-    errors: int = 0
+    examined: int
+    matched: int
+    sample: List[Action]
+    errors: Optional[int] = None  # intents the condition failed on (counted as matched)
+    partial: Optional[bool] = None  # the time budget ran out before every intent read was examined
 
 
 @dataclass
@@ -352,44 +407,44 @@ class Webhook:
     """An endpoint that receives alerts. ``secret`` is set only in the
     answers to create_webhook and rotate_webhook_secret."""
 
-    id: str = ""
-    url: str = ""
-    event_types: List[str] = field(default_factory=list)
-    namespaces: List[str] = field(default_factory=list)
-    format: str = ""
-    description: str = ""
-    enabled: bool = False
-    disabled_reason: Optional[str] = None
-    failing_since: Optional[datetime] = None
-    created_at: Optional[datetime] = None
-    updated_at: Optional[datetime] = None
+    id: str
+    url: str
+    event_types: List[EventType]
+    namespaces: List[str]
+    format: WebhookFormat
+    description: str
+    enabled: bool
+    disabled_reason: Optional[str]
+    failing_since: Optional[datetime]
+    created_at: datetime
+    updated_at: datetime
     secret: Optional[str] = None
 
 
 @dataclass
 class DeliveryAttempt:
-    attempted_at: Optional[datetime] = None
-    status_code: Optional[int] = None
-    latency_ms: int = 0
-    response_excerpt: str = ""
-    error: Optional[str] = None
+    attempted_at: datetime
+    status_code: Optional[int]
+    latency_ms: int
+    response_excerpt: str
+    error: Optional[str]
 
 
 @dataclass
 class Delivery:
     """One alert message on its way to one endpoint, with every attempt."""
 
-    id: str = ""
-    message_id: str = ""
-    webhook_id: str = ""
-    endpoint_id: str = ""
-    event_type: str = ""
-    action_id: Optional[str] = None
-    state: str = ""
-    attempt_count: int = 0
-    next_attempt_at: Optional[datetime] = None
-    last_status: Optional[int] = None
-    last_error: Optional[str] = None
-    created_at: Optional[datetime] = None
-    updated_at: Optional[datetime] = None
-    attempts: List[DeliveryAttempt] = field(default_factory=list)
+    id: str
+    message_id: str
+    webhook_id: str
+    endpoint_id: str
+    event_type: EventType
+    action_id: Optional[str]
+    state: DeliveryState
+    attempt_count: int
+    next_attempt_at: Optional[datetime]
+    last_status: Optional[int]
+    last_error: Optional[str]
+    created_at: datetime
+    updated_at: datetime
+    attempts: List[DeliveryAttempt]

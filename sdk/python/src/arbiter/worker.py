@@ -3,7 +3,6 @@ attempts up at the downstream, for the tools it has handlers for."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 import threading
@@ -11,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Collection, Dict, List, Optional
 
-from . import execute
+from . import cancel, execute
 from .errors import APIError, ArbiterError, HeldError, InProgressError, OutcomeUnknownError, Retriable
 from .execute import Attempt, Spec
 from .lookup import (
@@ -28,7 +27,7 @@ from .outcomes import Classifier
 from .types import (
     COMPENSATION_REQUESTED,
     HELD,
-    IN_PROGRESS,
+    OUTCOME_IN_PROGRESS,
     PROCEED,
     RETRY_REQUESTED,
     TIMED_OUT,
@@ -109,6 +108,9 @@ class Worker:
         self._mu = threading.Lock()
         self._tools: Dict[str, _Tool] = {}
         self._delays: Dict[str, _Delay] = {}
+        # run_async's thread: the worker's own, never one of the event
+        # loop's default executor, which a poll loop would hold for good.
+        self._threads = cancel.Pool("Worker", 1, "arbiter-worker")
 
     def handle(self, tool: str, run: Optional[Handler], compensate: Optional[Compensator] = None, *,
                not_done_statuses: Collection[int] = (), classify: Optional[Classifier] = None) -> None:
@@ -165,11 +167,16 @@ class Worker:
         return Running(self)
 
     async def run_async(self) -> None:
-        """Runs the worker in a thread until the awaiting task is cancelled
-        (the action in hand is finished first)."""
+        """Runs the worker in a thread of its own (not the event loop's
+        default executor) until the awaiting task is cancelled. The action
+        in hand is finished first: its handler is never interrupted, but,
+        as for a cancelled AsyncClient call, its waiting and report retries
+        stop (a report not yet recorded is given up, and the action times
+        out for a lookup or a person). One run_async of a worker at a time:
+        another waits for the first to end."""
         stop = threading.Event()
         try:
-            await asyncio.to_thread(self.run, stop)
+            await self._threads.run(self.run, stop)
         finally:
             stop.set()
 
@@ -296,7 +303,7 @@ class Worker:
                 self.log.info("arbiter worker: %s moved on before the lookup: %s", where, e)
                 return
             raise
-        if res.outcome == IN_PROGRESS:
+        if res.outcome == OUTCOME_IN_PROGRESS:
             self.log.info("arbiter worker: another worker is looking up %s", where)
             return
         if res.outcome == HELD:

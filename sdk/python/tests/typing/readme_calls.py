@@ -4,9 +4,11 @@ calls really return (typing.assert_type fails on Any too)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, assert_type
+from datetime import datetime
+from typing import Any, Dict, Optional, assert_type
 
 import arbiter
+from arbiter import types
 
 
 class PSP:
@@ -94,3 +96,19 @@ worker = arbiter.Worker(client, agent="refund-worker")
 worker.handle("payments.refund", run=do_refund, compensate=undo_refund, not_done_statuses=(400, 402, 404, 409, 422))
 worker.handle("payments.refund", do_refund,
               classify=lambda exc: "failed" if isinstance(exc, KeyError) else "outcome_unknown")
+
+
+# The vocabulary: the answers' fields are the contract's Literal types, and
+# the constants are values of them.
+def vocabulary(a: arbiter.Action, r: arbiter.EntryResult, e: arbiter.LedgerEntry) -> None:
+    assert_type(a.status, types.Status)
+    assert_type(a.effect, types.Effect)
+    assert_type(r.outcome, types.EntryOutcome)
+    assert_type(e.type, types.LedgerEntryType)
+    assert_type(a.created_at, datetime)
+    assert_type(a.lease_until, Optional[datetime])
+    status: types.Status = types.DENIED
+    outcome: types.EntryOutcome = types.OUTCOME_DENIED
+    decision: types.Decision = types.DECISION_COMPENSATE
+    arbiter.Entry(key="k", type="lookup_result", answer=types.NOT_HAPPENED)
+    print(status, outcome, decision)

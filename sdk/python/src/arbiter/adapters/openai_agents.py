@@ -46,7 +46,8 @@ import time
 import typing
 from typing import TYPE_CHECKING, Any, Callable, Collection, Dict, List, Optional, Union
 
-from .. import execute
+from .. import cancel, execute
+from ..aio import MAX_WORKERS
 from ..errors import APIError, PendingApprovalError
 from ..execute import Attempt, Spec
 from ..guard import Guard, arun
@@ -83,6 +84,7 @@ def guarded_tool(
     classify: Optional[Classifier] = None,
     serialize: Optional[Callable[[Any], Any]] = None,
     client: Optional[Client] = None,
+    max_workers: int = MAX_WORKERS,
     **function_tool_options: Any,
 ) -> Callable[[Callable[..., Any]], FunctionTool]:
     """Makes a function a FunctionTool whose calls Arbiter guards. The
@@ -92,7 +94,11 @@ def guarded_tool(
     arguments (with the function's defaults). A parameter named ``attempt``
     receives the Attempt and is hidden from the model. Any other keyword is
     passed to ``agents.function_tool`` (``failure_error_function`` defaults
-    to tool_error)."""
+    to tool_error). The requests of an ``async def`` tool, of
+    ``needs_approval`` and of ``decide`` run in the tool's own pool of at
+    most ``max_workers`` threads (an AsyncClient's default), never on the
+    event loop's default executor; a cancelled call stops waiting and
+    retrying as an AsyncClient's does."""
 
     function_tool = framework("agents", "openai-agents").function_tool
 
@@ -101,7 +107,7 @@ def guarded_tool(
                   agent=agent, key_ttl=key_ttl, compensate=compensate, require_approval=require_approval,
                   approval_wait=approval_wait, wait=wait, retriable=retriable, unknown=unknown,
                   not_done_statuses=not_done_statuses, classify=classify, serialize=serialize, client=client)
-        guarded = _Guarded(g, fn)
+        guarded = _Guarded(g, fn, cancel.Pool(f"guarded tool {tool!r}", max_workers, "arbiter-tool"))
         function_tool_options.setdefault("failure_error_function", tool_error)
         ft = function_tool(guarded.tool_function(), needs_approval=guarded.needs_approval, **function_tool_options)
         ft.arbiter_guarded = guarded  # type: ignore[attr-defined]  # how decide finds the key of a call
@@ -111,10 +117,11 @@ def guarded_tool(
 
 
 class _Guarded:
-    """One guarded tool: its Guard and the user's function."""
+    """One guarded tool: its Guard, the user's function, and the pool its
+    requests from async code run in."""
 
-    def __init__(self, g: Guard, fn: Callable[..., Any]) -> None:
-        self.guard, self.fn = g, fn
+    def __init__(self, g: Guard, fn: Callable[..., Any], threads: cancel.Pool) -> None:
+        self.guard, self.fn, self.threads = g, fn, threads
         self.signature = inspect.signature(fn)
         self.takes_attempt = "attempt" in self.signature.parameters
 
@@ -137,7 +144,7 @@ class _Guarded:
         false for a key the ledger has not seen (the call records the
         intent), and when Arbiter cannot be asked (the call fails closed)."""
         try:
-            a = await asyncio.to_thread(self.guard.client.action_by_key, self.spec(params).key)
+            a = await self.threads.run(self.guard.client.action_by_key, self.spec(params).key)
         except Exception:
             return False
         return a.status in (AWAITING_APPROVAL, APPROVED, DENIED)
@@ -164,7 +171,8 @@ class _Guarded:
                 # the intent is recorded here and nowhere else.
                 c = self.guard.client
                 try:
-                    out = await arun(c, self.spec(tc.tool_arguments), lambda a: fn(*args, **kwargs, **extra(a)))
+                    out = await arun(c, self.spec(tc.tool_arguments), lambda a: fn(*args, **kwargs, **extra(a)),
+                                     executor=self.threads.executor())
                 except PendingApprovalError as err:
                     return model_answer(err, c)
                 return _returned(out, c)
@@ -238,7 +246,7 @@ async def decide(state: RunState[Any], *, wait: float = 0, client: Optional[Clie
             c = asked = client or guarded.guard.client
             k = guarded.spec(item.arguments).key
             try:
-                a = await asyncio.to_thread(c.action_by_key, k)
+                a = await guarded.threads.run(c.action_by_key, k)
             except APIError as e:
                 if e.code != "not_found":
                     raise
