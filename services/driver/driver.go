@@ -19,6 +19,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/pressly/goose/v3/lock"
 	"gorm.io/gorm"
 
 	"github.com/arbiter-ledger/arbiter/services/record"
@@ -52,9 +53,9 @@ type Driver interface {
 	Gorm() *gorm.DB
 	GormWriter() *gorm.DB
 	// Migrations are this database's migration files, and Migrator the
-	// goose settings that apply them.
+	// goose settings that apply them, its lock included.
 	Migrations() fs.FS
-	Migrator() Migrator
+	Migrator() (Migrator, error)
 	// Concurrency says how the ledger should group concurrent writers.
 	Concurrency() Concurrency
 	// Embedded reports whether the database lives in the process's own
@@ -73,9 +74,9 @@ type Migrator struct {
 	GooseDialect string
 	// DB is the connection migrations run on.
 	DB *sql.DB
-	// SessionLocked makes concurrent migrators take turns (PostgreSQL
-	// advisory lock).
-	SessionLocked bool
+	// Lock, when set, makes concurrent migrators take turns; nil where the
+	// database needs none.
+	Lock lock.SessionLocker
 }
 
 // Concurrency describes how writes of one database may overlap.
