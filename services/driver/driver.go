@@ -28,14 +28,6 @@ import (
 // ErrNotFound is returned by reads of one row that find none.
 var ErrNotFound = errors.New("driver: not found")
 
-// Deadlocked reports whether the database aborted a statement or
-// transaction to break a deadlock (SQLSTATE 40P01); running it again is
-// safe when it is conditional.
-func Deadlocked(err error) bool {
-	var coded interface{ SQLState() string }
-	return errors.As(err, &coded) && coded.SQLState() == "40P01"
-}
-
 // Driver is one database behind Arbiter.
 type Driver interface {
 	// Name names the database: "postgres" or "sqlite".
@@ -56,6 +48,10 @@ type Driver interface {
 	// goose settings that apply them, its lock included.
 	Migrations() fs.FS
 	Migrator() (Migrator, error)
+	// ClassifyError says what an error of this database means to the
+	// services: a failure of the database itself, a deadlock, or another
+	// failure (ErrorOther for nil).
+	ClassifyError(err error) ErrorKind
 	// Concurrency says how the ledger should group concurrent writers.
 	Concurrency() Concurrency
 	// Embedded reports whether the database lives in the process's own
