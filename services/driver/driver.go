@@ -9,6 +9,10 @@
 // single change is a set of one, and a driver may write a set of one its
 // own faster way. Every change is written with its entry and its alerts in
 // one statement or transaction, conditional on the version that was read.
+//
+// Each driver also owns what else is its database's: what its errors mean
+// to the services (ClassifyError, dberror.go) and the lock its migrations
+// take (Migrator).
 package driver
 
 import (
