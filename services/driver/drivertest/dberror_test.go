@@ -55,6 +55,8 @@ func TestDriversClassifyTheirErrors(t *testing.T) {
 			cases["too many connections"] = kind{exec(raise("too_many_connections")), driver.ErrorUnavailable}
 			cases["shutting down"] = kind{exec(raise("admin_shutdown")), driver.ErrorUnavailable}
 			cases["unique violation"] = kind{exec(raise("unique_violation")), driver.ErrorOther}
+			// SQLite's words quoted by PostgreSQL do not make SQLite's error.
+			cases["quoting SQLite"] = kind{exec("SELECT 'database is locked'::uuid"), driver.ErrorOther}
 			_, refused := pgdriver.Open(ctx, "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable&connect_timeout=5", nil)
 			require.Error(t, refused)
 			cases["connection refused"] = kind{refused, driver.ErrorUnavailable}

@@ -35,6 +35,12 @@ func ClassifyError(err error) driver.ErrorKind {
 	if driver.ConnectionFailed(err) {
 		return driver.ErrorUnavailable
 	}
+	// An error with an SQLSTATE is a database server's answer, never
+	// SQLite's, whatever its text quotes.
+	var coded interface{ SQLState() string }
+	if errors.As(err, &coded) {
+		return driver.ErrorOther
+	}
 	msg := err.Error()
 	for _, s := range []string{"database is locked", "SQLITE_BUSY", "disk I/O error", "unable to open database"} {
 		if strings.Contains(msg, s) {
