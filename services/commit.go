@@ -150,7 +150,7 @@ func (l *Ledger) inTx(ctx context.Context, fn func(*unit) error) error {
 func (l *Ledger) inTxRetry(ctx context.Context, fn func(*unit) error) error {
 	for try := 1; ; try++ {
 		err := l.inTx(ctx, fn)
-		if try == 3 || !driver.Deadlocked(err) {
+		if try == 3 || l.st.drv.ClassifyError(err) != driver.ErrorDeadlock {
 			return err
 		}
 	}

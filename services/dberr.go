@@ -2,14 +2,12 @@ package services
 
 import (
 	"context"
-	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"strings"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/arbiter-ledger/arbiter/services/driver"
+	"github.com/arbiter-ledger/arbiter/services/driver/pgdriver"
+	"github.com/arbiter-ledger/arbiter/services/driver/sqlitedriver"
 )
 
 // DBError wraps a database failure. Failures of the database itself (down,
@@ -27,26 +25,12 @@ func DBError(what string, err error) error {
 }
 
 // Unavailable reports whether err is a failure of the database itself:
-// down, unreachable, shutting down, out of resources or busy.
+// down, unreachable, shutting down, out of resources or busy. The drivers
+// say: an error comes from one database, and only that database's driver
+// knows its errors, so each is asked (DBError is called without a Store).
 func Unavailable(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch pgErr.Code[:2] {
-		case "08", "53", "57", "58", "40": // connection, resources, shutdown, system, serialization
-			return true
-		}
-		return false
-	}
-	var netErr net.Error
-	var connErr *pgconn.ConnectError
-	if errors.As(err, &netErr) || errors.As(err, &connErr) || errors.Is(err, driver.ErrBadConn) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err) {
-		return true
-	}
-	msg := err.Error()
-	for _, s := range []string{"conn closed", "connection refused", "database is locked", "SQLITE_BUSY",
-		"disk I/O error", "unable to open database", "the database system is"} {
-		if strings.Contains(msg, s) {
+	for _, classify := range [...]func(error) driver.ErrorKind{pgdriver.ClassifyError, sqlitedriver.ClassifyError} {
+		if classify(err) != driver.ErrorOther {
 			return true
 		}
 	}

@@ -81,7 +81,7 @@ type plan struct {
 type recordSpec struct {
 	typ     record.EntryType
 	attempt *int
-	payload any
+	payload record.Payload
 }
 
 type rule func(s *step) plan

@@ -6,7 +6,6 @@ import (
 
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/database"
-	"github.com/pressly/goose/v3/lock"
 )
 
 // SchemaStatus says how the database's schema compares to this binary's.
@@ -19,14 +18,13 @@ type SchemaStatus struct {
 func (st SchemaStatus) UpToDate() bool { return st.Current >= st.Latest }
 
 func (s *Store) provider() (*goose.Provider, error) {
-	m := s.drv.Migrator()
+	m, err := s.drv.Migrator()
+	if err != nil {
+		return nil, fmt.Errorf("store: migrations: %w", err)
+	}
 	var opts []goose.ProviderOption
-	if m.SessionLocked {
-		locker, err := lock.NewPostgresSessionLocker()
-		if err != nil {
-			return nil, fmt.Errorf("store: migrations: %w", err)
-		}
-		opts = append(opts, goose.WithSessionLocker(locker))
+	if m.Lock != nil {
+		opts = append(opts, goose.WithSessionLocker(m.Lock))
 	}
 	p, err := goose.NewProvider(database.Dialect(m.GooseDialect), m.DB, s.drv.Migrations(), opts...)
 	if err != nil {

@@ -9,6 +9,10 @@
 // single change is a set of one, and a driver may write a set of one its
 // own faster way. Every change is written with its entry and its alerts in
 // one statement or transaction, conditional on the version that was read.
+//
+// Each driver also owns what else is its database's: what its errors mean
+// to the services (ClassifyError, dberror.go) and the lock its migrations
+// take (Migrator).
 package driver
 
 import (
@@ -19,6 +23,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/pressly/goose/v3/lock"
 	"gorm.io/gorm"
 
 	"github.com/arbiter-ledger/arbiter/services/record"
@@ -26,14 +31,6 @@ import (
 
 // ErrNotFound is returned by reads of one row that find none.
 var ErrNotFound = errors.New("driver: not found")
-
-// Deadlocked reports whether the database aborted a statement or
-// transaction to break a deadlock (SQLSTATE 40P01); running it again is
-// safe when it is conditional.
-func Deadlocked(err error) bool {
-	var coded interface{ SQLState() string }
-	return errors.As(err, &coded) && coded.SQLState() == "40P01"
-}
 
 // Driver is one database behind Arbiter.
 type Driver interface {
@@ -52,9 +49,13 @@ type Driver interface {
 	Gorm() *gorm.DB
 	GormWriter() *gorm.DB
 	// Migrations are this database's migration files, and Migrator the
-	// goose settings that apply them.
+	// goose settings that apply them, its lock included.
 	Migrations() fs.FS
-	Migrator() Migrator
+	Migrator() (Migrator, error)
+	// ClassifyError says what an error of this database means to the
+	// services: a failure of the database itself, a deadlock, or another
+	// failure (ErrorOther for nil).
+	ClassifyError(err error) ErrorKind
 	// Concurrency says how the ledger should group concurrent writers.
 	Concurrency() Concurrency
 	// Embedded reports whether the database lives in the process's own
@@ -73,9 +74,9 @@ type Migrator struct {
 	GooseDialect string
 	// DB is the connection migrations run on.
 	DB *sql.DB
-	// SessionLocked makes concurrent migrators take turns (PostgreSQL
-	// advisory lock).
-	SessionLocked bool
+	// Lock, when set, makes concurrent migrators take turns; nil where the
+	// database needs none.
+	Lock lock.SessionLocker
 }
 
 // Concurrency describes how writes of one database may overlap.

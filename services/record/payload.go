@@ -13,6 +13,21 @@ import (
 // order the ledger wrote them in before payloads were typed, so stored
 // payloads keep their bytes.
 
+// Payload is one of the payload structs of this package, and nothing else:
+// its method is unexported, so a value of another type cannot be written as
+// an entry's payload, and a type switch over payloads names only these.
+type Payload interface{ entryPayload() }
+
+func (*IntentPayload) entryPayload()           {}
+func (*ApprovalDeadlinePayload) entryPayload() {}
+func (*KeyReusedPayload) entryPayload()        {}
+func (*ReportPayload) entryPayload()           {}
+func (*DecisionPayload) entryPayload()         {}
+func (*TimedOutPayload) entryPayload()         {}
+func (*LookupPayload) entryPayload()           {}
+func (*LookupResultPayload) entryPayload()     {}
+func (*ReconciledPayload) entryPayload()       {}
+
 // IntentPayload is what an intent entry records beside its own columns.
 type IntentPayload struct {
 	// Approval is set on a first intent held for approval: what it needs
@@ -114,7 +129,7 @@ type TimedOutPayload struct {
 
 // NewPayload returns a pointer to a zero payload of the entry type t, for
 // decoding, or nil for a type the ledger does not know.
-func NewPayload(t EntryType) any {
+func NewPayload(t EntryType) Payload {
 	switch t {
 	case TypeIntent:
 		return &IntentPayload{}
@@ -140,7 +155,7 @@ func NewPayload(t EntryType) any {
 }
 
 // DecodePayload decodes an entry's payload into the struct of its type.
-func DecodePayload(e *Entry) (any, error) {
+func DecodePayload(e *Entry) (Payload, error) {
 	p := NewPayload(e.Type)
 	if p == nil {
 		return nil, fmt.Errorf("record: entry type %q has no payload type", e.Type)
@@ -156,7 +171,7 @@ func DecodePayload(e *Entry) (any, error) {
 
 // MarshalPayload encodes a payload the ledger built from validated input,
 // which cannot fail to encode.
-func MarshalPayload(p any) json.RawMessage {
+func MarshalPayload(p Payload) json.RawMessage {
 	if p == nil {
 		return json.RawMessage(`{}`)
 	}

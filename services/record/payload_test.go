@@ -38,7 +38,7 @@ func TestEveryEntryTypeHasAPayload(t *testing.T) {
 func TestPayloadsKeepTheirBytes(t *testing.T) {
 	eff, run := EffectKeyed, "run-1"
 	for _, c := range []struct {
-		p    any
+		p    Payload
 		want string
 	}{
 		{&IntentPayload{Effect: &eff, RunID: &run, Timeout: 60, Tool: "payments.refund"},

@@ -374,7 +374,7 @@ func (e *executor) ActionUpdateMany(ctx context.Context, chs []*driver.Change) (
 		updatedAt, entryIDs, entryTypes, kinds, actors, entryAttempts, payloads, occurred, recordedAt, alerts, approvals, recons}
 	for try := 1; ; try++ {
 		seqs, marked, err := returnedSeqs(e.q.QueryContext(ctx, q, args...))
-		if !e.inTx && driver.Deadlocked(err) && try < 5 && ctx.Err() == nil {
+		if !e.inTx && ClassifyError(err) == driver.ErrorDeadlock && try < 5 && ctx.Err() == nil {
 			continue
 		}
 		if err != nil {

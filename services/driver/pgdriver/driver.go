@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3/lock"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -88,10 +89,14 @@ func (d *Driver) Migrations() fs.FS {
 	return sub
 }
 
-// Migrator takes a session lock, so two replicas started with --migrate
-// take turns instead of racing.
-func (d *Driver) Migrator() driver.Migrator {
-	return driver.Migrator{GooseDialect: "postgres", DB: d.db, SessionLocked: true}
+// Migrator takes an advisory lock for the session, so two replicas started
+// with --migrate take turns instead of racing.
+func (d *Driver) Migrator() (driver.Migrator, error) {
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return driver.Migrator{}, fmt.Errorf("pgdriver: migration lock: %w", err)
+	}
+	return driver.Migrator{GooseDialect: "postgres", DB: d.db, Lock: locker}, nil
 }
 
 func (d *Driver) Ping(ctx context.Context) error { return d.db.PingContext(ctx) }
