@@ -1,20 +1,19 @@
 package services
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
 )
 
-// blockingGroup is a grouper whose first flush waits until release is
+// blockingGroup is a Batcher whose first flush waits until release is
 // closed; it records every group it flushed.
-func blockingGroup(stuck time.Duration) (g *grouper, release chan struct{}, flushed func() [][]*groupItem) {
+func blockingGroup(stuck time.Duration) (g *Batcher[*groupItem], release chan struct{}, flushed func() [][]*groupItem) {
 	release = make(chan struct{})
 	var mu sync.Mutex
 	var groups [][]*groupItem
 	first := true
-	g = &grouper{flushers: 2, stuck: stuck, flush: func(_ context.Context, items []*groupItem) {
+	g = &Batcher[*groupItem]{Max: maxGroup, Flushers: 2, Stuck: stuck, Flush: func(items []*groupItem) {
 		mu.Lock()
 		wait := first
 		first = false
@@ -31,10 +30,10 @@ func blockingGroup(stuck time.Duration) (g *grouper, release chan struct{}, flus
 	}
 }
 
-func doAsync(g *grouper) chan struct{} {
+func doAsync(g *Batcher[*groupItem]) chan struct{} {
 	done := make(chan struct{})
 	go func() {
-		g.do(&groupItem{})
+		g.Do(&groupItem{})
 		close(done)
 	}()
 	return done
