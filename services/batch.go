@@ -111,14 +111,12 @@ func (b *Batcher[T]) run() {
 // an intent whose key existed after all, is decided on the stored action
 // alone.
 type groupCommit struct {
-	l *Ledger
-	// shared: one write transaction at a time, which every entry joins.
-	shared bool
-	queue  Batcher[*groupItem]
+	l     *Ledger
+	queue Batcher[*groupItem]
 }
 
 func newGroupCommit(l *Ledger, c driver.Concurrency) *groupCommit {
-	g := &groupCommit{l: l, shared: c.SingleWriter}
+	g := &groupCommit{l: l}
 	g.queue = Batcher[*groupItem]{Max: maxGroup, Flushers: c.Flushers, Stuck: stuckAfter, Flush: g.flush}
 	return g
 }
@@ -142,7 +140,7 @@ type groupItem struct {
 // submit records one request's only entry.
 func (g *groupCommit) submit(ctx context.Context, p Principal, in *EntryInput) (EntryResult, error) {
 	it := &groupItem{p: p, in: in, asked: g.l.ask(ctx, p, in)}
-	if !g.shared {
+	if !g.l.singleWriter {
 		created := false
 		if in.Type == record.TypeIntent && !g.l.known.has(p.Namespace, in.Key) {
 			var err error
@@ -172,7 +170,7 @@ func (g *groupCommit) flush(items []*groupItem) {
 	defer cancel()
 	g.l.observeGroup(len(items))
 	var err error
-	if g.shared {
+	if g.l.singleWriter {
 		err = g.l.inTx(ctx, func(u *unit) error { return g.l.applyAll(ctx, u, items) })
 	} else {
 		u := g.l.single()
