@@ -1,20 +1,19 @@
 package services
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
 )
 
-// blockingGroup is a grouper whose first flush waits until release is
+// blockingGroup is a Batcher whose first flush waits until release is
 // closed; it records every group it flushed.
-func blockingGroup(stuck time.Duration) (g *grouper, release chan struct{}, flushed func() [][]*groupItem) {
+func blockingGroup(stuck time.Duration) (g *Batcher[*groupItem], release chan struct{}, flushed func() [][]*groupItem) {
 	release = make(chan struct{})
 	var mu sync.Mutex
 	var groups [][]*groupItem
 	first := true
-	g = &grouper{flushers: 2, stuck: stuck, flush: func(_ context.Context, items []*groupItem) {
+	g = &Batcher[*groupItem]{Max: maxGroup, Flushers: 2, Stuck: stuck, Flush: func(items []*groupItem) {
 		mu.Lock()
 		wait := first
 		first = false
@@ -31,10 +30,10 @@ func blockingGroup(stuck time.Duration) (g *grouper, release chan struct{}, flus
 	}
 }
 
-func doAsync(g *grouper) chan struct{} {
+func doAsync(g *Batcher[*groupItem]) chan struct{} {
 	done := make(chan struct{})
 	go func() {
-		g.do(&groupItem{})
+		g.Do(&groupItem{})
 		close(done)
 	}()
 	return done
@@ -89,5 +88,65 @@ func TestGroupStartsAnotherBesideAHeldUpFlush(t *testing.T) {
 	case <-first:
 		t.Fatal("the held-up flush ended early")
 	default:
+	}
+}
+
+// TestBatcherOneFlusherNeverStartsASecond: with one flusher (the web's
+// releaser), requests wait behind a held-up flush however long it runs.
+func TestBatcherOneFlusherNeverStartsASecond(t *testing.T) {
+	g, release, flushed := blockingGroup(time.Millisecond)
+	g.Flushers = 1
+	first := doAsync(g)
+	for len(flushed()) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond)
+	second := doAsync(g)
+	time.Sleep(50 * time.Millisecond)
+	if n := len(flushed()); n != 1 {
+		t.Fatalf("%d flushes started with one flusher; want the first alone", n)
+	}
+	close(release)
+	<-first
+	<-second
+	if n := len(flushed()); n != 2 {
+		t.Fatalf("%d flushes; want the queued request flushed after the first", n)
+	}
+}
+
+// TestBatcherMaxBoundsAGroup: a flush takes at most Max queued items; the
+// rest go to the next.
+func TestBatcherMaxBoundsAGroup(t *testing.T) {
+	g, release, flushed := blockingGroup(time.Hour)
+	g.Max = 2
+	first := doAsync(g)
+	for len(flushed()) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	var queued []chan struct{}
+	for range 5 {
+		queued = append(queued, doAsync(g))
+	}
+	for {
+		g.mu.Lock()
+		n := len(g.queue)
+		g.mu.Unlock()
+		if n == 5 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	<-first
+	for _, done := range queued {
+		<-done
+	}
+	groups := flushed()
+	sizes := make([]int, len(groups))
+	for i, items := range groups {
+		sizes[i] = len(items)
+	}
+	if len(groups) != 4 || sizes[1] != 2 || sizes[2] != 2 || sizes[3] != 1 {
+		t.Fatalf("flushed groups of %v; want 1, 2, 2, 1", sizes)
 	}
 }

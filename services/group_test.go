@@ -69,7 +69,7 @@ func TestGroupCommitManyKeys(t *testing.T) {
 		defer mu.Unlock()
 		// Every new key is written by a group; a repeat that arrives after its
 		// key's group committed is answered from the stored action instead
-		// (known.go), so on a loaded machine a few of the repeats skip the
+		// (batch.go), so on a loaded machine a few of the repeats skip the
 		// groups.
 		require.GreaterOrEqual(t, grouped, keys, "every new key went through a group")
 		require.LessOrEqual(t, grouped, workers)

@@ -30,7 +30,7 @@ type Ledger struct {
 	// group writes concurrent single entries together (group commit): new
 	// intents where writers run side by side, every entry where there is a
 	// single writer.
-	group *grouper
+	group *groupCommit
 	// singleWriter: the database takes one write transaction at a time.
 	singleWriter bool
 	// grouped observes the size of every group written.
@@ -39,7 +39,7 @@ type Ledger struct {
 	approver Approver
 	// waiting are the requests waiting for a decision on an action.
 	waiting waiters
-	// known are keys recently created or read (known.go).
+	// known are keys recently created or read (batch.go).
 	known knownKeys
 	// parking holds the waits of AwaitDecisionFunc.
 	parking parking
@@ -79,12 +79,7 @@ func NewLedger(st *Store) *Ledger {
 	l.waiting.left = func(ctx context.Context, ids []string) ([]string, error) {
 		return st.ex.ActionLeftStatus(ctx, ids, record.StatusAwaitingApproval)
 	}
-	if c.SingleWriter {
-		// One transaction at a time: concurrent entries share it.
-		l.group = &grouper{flushers: c.Flushers, stuck: stuckAfter, flush: l.flushShared}
-	} else {
-		l.group = &grouper{flushers: c.Flushers, stuck: stuckAfter, flush: l.flushNew}
-	}
+	l.group = newGroupCommit(l, c)
 	return l
 }
 
@@ -135,7 +130,7 @@ func (l *Ledger) Submit(ctx context.Context, p Principal, raws [][]byte) ([]Entr
 	case 0:
 		return out, nil
 	case 1:
-		res, err := l.submitOne(ctx, p, ins[valid[0]])
+		res, err := l.group.submit(ctx, p, ins[valid[0]])
 		if err != nil {
 			return nil, err
 		}
@@ -194,7 +189,7 @@ func (l *Ledger) applyAll(ctx context.Context, u *unit, items []*groupItem) erro
 			fresh = append(fresh, it)
 		}
 	}
-	if err := l.insertNew(ctx, u, fresh); err != nil {
+	if err := l.group.insert(ctx, u, fresh); err != nil {
 		return err
 	}
 	for _, i := range order {
@@ -228,60 +223,6 @@ func (l *Ledger) decideNew(ctx context.Context, it *groupItem, now time.Time) (b
 	return true, nil
 }
 
-// insertNew writes the new actions of items in one set and answers those
-// written; the others' keys existed, and they are decided again on the
-// stored action.
-func (l *Ledger) insertNew(ctx context.Context, u *unit, items []*groupItem) error {
-	if len(items) == 0 {
-		return nil
-	}
-	chs := make([]*driver.Change, len(items))
-	for i, it := range items {
-		chs[i] = it.ch
-	}
-	written, err := l.write(ctx, u, chs)
-	if err != nil {
-		return err
-	}
-	l.known.mu.Lock()
-	defer l.known.mu.Unlock()
-	for i, it := range items {
-		if written[i] {
-			it.res, it.written = answerWith(it.in, it.pl, it.ch), true
-			l.known.addLocked(it.p.Namespace, it.in.Key)
-		}
-	}
-	return nil
-}
-
-// submitOne records a request's only entry through the group commit: where
-// writers run side by side, a new intent is written first and the stored
-// action read only if its key exists already; with a single writer every
-// entry joins the writer's next transaction.
-func (l *Ledger) submitOne(ctx context.Context, p Principal, in *EntryInput) (EntryResult, error) {
-	it := &groupItem{p: p, in: in, asked: l.ask(ctx, p, in)}
-	if !l.singleWriter {
-		created := false
-		if in.Type == record.TypeIntent && !l.known.has(p.Namespace, in.Key) {
-			var err error
-			if created, err = l.decideNew(ctx, it, l.now()); err != nil {
-				return EntryResult{}, err
-			}
-		}
-		if !created {
-			return l.applyAlone(ctx, p, in, it.asked)
-		}
-	}
-	l.group.do(it)
-	switch {
-	case it.err != nil:
-		return EntryResult{}, it.err
-	case it.written:
-		return it.res, nil
-	}
-	return l.applyAlone(ctx, p, in, it.asked) // the key exists: decide on the stored action
-}
-
 // SubmitExisting answers one entry for a key whose action exists, as Submit
 // would, without first trying to create the action: a request that waited
 // for a decision (Prefer: wait) submits its intent again this way. Where
@@ -300,52 +241,7 @@ func (l *Ledger) SubmitExisting(ctx context.Context, p Principal, raw []byte) (E
 		e, _ := AsError(err)
 		return EntryResult{Key: in.Key, Type: in.Type, Outcome: record.OutcomeRejected, Error: e}, nil
 	}
-	return l.applyAlone(ctx, p, &in, nil) // a new key is asked about on the bare executor, outside any transaction
-}
-
-// applyAlone decides and records one entry in its own statement or
-// transaction.
-func (l *Ledger) applyAlone(ctx context.Context, p Principal, in *EntryInput, a *asked) (EntryResult, error) {
-	u := l.single()
-	res, err := l.apply(ctx, u, p, in, a)
-	if errors.Is(err, errNeedsTx) {
-		err = l.inTx(ctx, func(u *unit) error {
-			var err error
-			res, err = l.apply(ctx, u, p, in, a)
-			return err
-		})
-		return res, err
-	}
-	if err == nil && u.alerted {
-		l.wakeDispatcher()
-	}
-	return res, err
-}
-
-// flushNew writes a group of new actions, decided by decideNew, in one set.
-func (l *Ledger) flushNew(ctx context.Context, items []*groupItem) {
-	l.observeGroup(len(items))
-	u := l.single()
-	err := l.insertNew(ctx, u, items)
-	for _, it := range items {
-		it.err = err
-	}
-	if err == nil && u.alerted {
-		l.wakeDispatcher()
-	}
-}
-
-// flushShared writes a group of entries in one transaction on the single
-// writer, so they share one commit.
-func (l *Ledger) flushShared(ctx context.Context, items []*groupItem) {
-	l.observeGroup(len(items))
-	err := l.inTx(ctx, func(u *unit) error { return l.applyAll(ctx, u, items) })
-	for _, it := range items {
-		it.err = err
-		if err != nil {
-			it.written = false
-		}
-	}
+	return l.group.alone(ctx, p, &in, nil) // a new key is asked about on the bare executor, outside any transaction
 }
 
 // answerWith answers an entry whose change ch was written as plan pl said.

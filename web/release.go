@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"sync"
 
 	"github.com/arbiter-ledger/arbiter/services"
 )
@@ -16,65 +15,46 @@ const releaseChunk = 1000
 // one by one they were two statements each, queued for the connection
 // pool. The releaser takes every intent woken meanwhile and answers them
 // together (Ledger.SubmitExistingMany: one read, one write), while the
-// previous set is written.
+// previous set is written: the ledger's group commit (services.Batcher)
+// with one flush at a time.
 type releaser struct {
 	ledger entrySubmitter
-	mu     sync.Mutex
-	queue  []*release
-	busy   bool
+	batch  services.Batcher[*release]
 }
 
-// release is one woken intent and where its answer goes.
+func newReleaser(ledger entrySubmitter) *releaser {
+	rl := &releaser{ledger: ledger}
+	rl.batch = services.Batcher[*release]{Max: releaseChunk, Flushers: 1, Flush: rl.flush}
+	return rl
+}
+
+// release is one woken intent and, once its set is answered, its answer.
 type release struct {
 	item services.Released
-	res  chan releaseResult
-}
-
-type releaseResult struct {
-	r   services.EntryResult
-	err error
+	res  services.EntryResult
+	err  error
 }
 
 // submit answers raw for p, whose action id was decided, with the other
 // intents released meanwhile.
 func (rl *releaser) submit(p services.Principal, id string, raw []byte) (services.EntryResult, error) {
-	rel := &release{item: services.Released{P: p, ActionID: id, Raw: raw}, res: make(chan releaseResult, 1)}
-	rl.mu.Lock()
-	rl.queue = append(rl.queue, rel)
-	start := !rl.busy
-	rl.busy = true
-	rl.mu.Unlock()
-	if start {
-		go rl.flush()
-	}
-	got := <-rel.res
-	return got.r, got.err
+	rel := &release{item: services.Released{P: p, ActionID: id, Raw: raw}}
+	rl.batch.Do(rel)
+	return rel.res, rel.err
 }
 
-// flush answers what is queued, a set at a time, until nothing is.
-func (rl *releaser) flush() {
-	for {
-		rl.mu.Lock()
-		n := min(len(rl.queue), releaseChunk)
-		if n == 0 {
-			rl.busy = false
-			rl.mu.Unlock()
-			return
-		}
-		rels := rl.queue[:n:n]
-		rl.queue = rl.queue[n:]
-		rl.mu.Unlock()
-		items := make([]services.Released, n)
-		for i, rel := range rels {
-			items[i] = rel.item
-		}
-		results, err := rl.ledger.SubmitExistingMany(context.Background(), items)
-		for i, rel := range rels {
-			if err != nil {
-				rel.res <- releaseResult{err: err}
-			} else {
-				rel.res <- releaseResult{r: results[i]}
-			}
+// flush answers one set of released intents.
+func (rl *releaser) flush(rels []*release) {
+	items := make([]services.Released, len(rels))
+	for i, rel := range rels {
+		items[i] = rel.item
+	}
+	results, err := rl.ledger.SubmitExistingMany(context.Background(), items)
+	for i, rel := range rels {
+		if err != nil {
+			rel.err = err
+		} else {
+			rel.res = results[i]
 		}
 	}
 }

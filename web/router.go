@@ -95,7 +95,7 @@ func New(d Deps) *echo.Echo {
 	// unknown method on a known path answers 405, not 401 or 404.
 	key := requireAPIKey(d.Keys)
 	api := e.Group("/v1")
-	entries := &entriesHandler{ledger: d.Ledger, metrics: d.Metrics, release: &releaser{ledger: d.Ledger}, keys: d.Keys, maxWaiters: int64(d.MaxWaiters), writeTimeout: d.WriteTimeout}
+	entries := &entriesHandler{ledger: d.Ledger, metrics: d.Metrics, release: newReleaser(d.Ledger), keys: d.Keys, maxWaiters: int64(d.MaxWaiters), writeTimeout: d.WriteTimeout}
 	api.POST("/entries", entries.submit, key)
 	actions := &actionsHandler{ledger: d.Ledger}
 	api.GET("/actions", actions.list, key)
