@@ -1050,8 +1050,8 @@ func conflictDecision(p entryPayload) templ.Component {
 }
 
 func decisionButton(d string) string {
-	switch d {
-	case "abandon", "compensate", "reject":
+	switch record.Decision(d) {
+	case record.DecisionAbandon, record.DecisionCompensate, record.DecisionReject:
 		return "danger"
 	}
 	return "primary"
