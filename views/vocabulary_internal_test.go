@@ -1,8 +1,10 @@
 package views
 
 import (
+	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"testing"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -124,5 +126,22 @@ func TestEveryTriageAlertHasWords(t *testing.T) {
 		if alertText(string(typ)) == string(typ) {
 			t.Errorf("triage alert %s has no alertText (views/triage.templ)", typ)
 		}
+	}
+}
+
+// The triage page's "See every waiting action" link lists the statuses the
+// queue counts as waiting: an action held for approval is waiting too.
+func TestTriageWaitingListIsTheQueuesStatuses(t *testing.T) {
+	u, err := url.Parse(triageWaitingList)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := u.Query()["status"]
+	var want []string
+	for _, s := range services.TriageStatuses {
+		want = append(want, string(s))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the link lists %v; the queue waits on %v", got, want)
 	}
 }
