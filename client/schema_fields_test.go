@@ -67,6 +67,7 @@ func TestTypesHaveTheSchemasFields(t *testing.T) {
 		"EntryInput":     reflect.TypeFor[client.Entry](),
 		"EntryResult":    reflect.TypeFor[client.Result](),
 		"Approval":       reflect.TypeFor[client.Approval](),
+		"Actor":          reflect.TypeFor[client.Actor](),
 		"Reconciliation": reflect.TypeFor[record.Reconciliation](),
 		"LookupAnswer":   reflect.TypeFor[record.LookupAnswer](),
 	} {

@@ -173,6 +173,8 @@ type ApprovalPolicy struct {
 type Actor struct {
 	Kind string `json:"kind"` // agent, operator or system
 	Name string `json:"name"`
+	// Via says how an operator decided: "dashboard" or "api_key:<key name>".
+	Via string `json:"via,omitempty"`
 }
 
 // LedgerEntry is one immutable record of an action's timeline: what an

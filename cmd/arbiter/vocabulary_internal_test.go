@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -21,5 +22,23 @@ func TestVocabularyDecisions(t *testing.T) {
 	for i, d := range record.Decisions {
 		require.Equal(t, string(d), decisionNames[i])
 		require.True(t, strings.Contains(help, string(d)), "decide's help names %q", d)
+	}
+}
+
+// TestReadmeNamesEveryDecision: the README's API table names each of the
+// ledger's decisions in the row of POST /v1/actions/{id}/decisions.
+func TestReadmeNamesEveryDecision(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	var row string
+	for line := range strings.Lines(string(raw)) {
+		if strings.HasPrefix(line, "| `POST /v1/actions/{id}/decisions` |") {
+			row = line
+		}
+	}
+	require.NotEmpty(t, row, "README.md's API table has a row for POST /v1/actions/{id}/decisions")
+	for _, d := range record.Decisions {
+		require.Contains(t, row, "`"+string(d)+"`", "the README's row names the decision %q", d)
 	}
 }
