@@ -9,7 +9,8 @@ import (
 // TestMain lets more tests run at once than there are CPUs (go test's
 // default), unless -parallel is given: these tests spend their time waiting
 // on leases, backoff and the network, not computing, and on a 2-CPU machine
-// the default makes the package take four times as long.
+// the default makes the package take much longer (docs/benchmarks.md,
+// "Test suites").
 func TestMain(m *testing.M) {
 	flag.Parse()
 	given := false

@@ -25,11 +25,12 @@ import (
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
 )
 
-// What the gateway costs, for docs/benchmarks.md (`ONLY=mcp bench/run-limit`
-// runs these). The gateway is the arbiter binary as a host runs it
-// (`arbiter mcp-gateway` over stdio, or with --listen), in front of the
-// example payments server; Arbiter is an in-process server on a fresh
-// PostgreSQL database, so that the waiting benchmark can read its pool.
+// What the gateway costs, for docs/benchmarks.md, "The MCP gateway"
+// (`ONLY=mcp bench/run-limit` runs these). The gateway is the arbiter
+// binary as a host runs it (`arbiter mcp-gateway` over stdio, or with
+// --listen), in front of the example payments server; Arbiter is an
+// in-process server on a fresh PostgreSQL database, so that the waiting
+// benchmark can read its pool.
 // Each benchmark reports percentiles of b.N calls as metrics.
 
 // BenchmarkMCPUnguardedCall times a read-only call (find_refund, which

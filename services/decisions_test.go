@@ -14,8 +14,9 @@ import (
 	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
-// specDecisions is SPEC's decision table, written out independently of the
-// state machine so the two are checked against each other.
+// specDecisions is SPEC's decision table ("Action states"), written out
+// independently of the state machine so the two are checked against each
+// other.
 var specDecisions = map[record.Decision]struct {
 	from []record.Status
 	to   record.Status

@@ -259,7 +259,8 @@ var allowedFields = map[record.EntryType][]string{
 	record.TypeCompensationFailed: {"attempt", "error", "retriable"},
 }
 
-// Validate checks the rules of SPEC's entry table.
+// Validate checks the rules of SPEC's entry table ("Agent wire contract",
+// POST /v1/entries).
 func (in *EntryInput) Validate() error {
 	if err := ValidateKey(in.Key); err != nil {
 		return err

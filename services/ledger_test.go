@@ -21,7 +21,8 @@ import (
 
 // The ledger behaviour suite: every test runs against PostgreSQL and SQLite
 // through dbtest.Each. This file holds the factories the suite shares and the
-// agent side of SPEC's action-state and outcome tables.
+// agent side of SPEC's action-state and outcome tables ("Action states",
+// "Agent wire contract").
 
 // t0 is where every fake clock starts.
 var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
@@ -374,8 +375,9 @@ type entryCase struct {
 	skip  string
 }
 
-// entryCases cover SPEC's action-state table and outcome table from the
-// agent's side, including late, stale and duplicate information.
+// entryCases cover SPEC's action-state table ("Action states") and outcome
+// table ("Agent wire contract") from the agent's side, including late,
+// stale and duplicate information.
 var entryCases = []entryCase{
 	// Intents.
 	{name: "intent on a new key proceeds with attempt 1 and a lease", entry: intentK,
@@ -708,8 +710,9 @@ func TestEntryRecordsWhatTheAgentSaid(t *testing.T) {
 	})
 }
 
-// TestActionAgentDefaultsToKeyName: SPEC's entry table makes "agent" default
-// to the API key's name, on the action as on the entry.
+// TestActionAgentDefaultsToKeyName: SPEC's entry table ("Agent wire
+// contract") makes "agent" default to the API key's name, on the action as
+// on the entry.
 func TestActionAgentDefaultsToKeyName(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {

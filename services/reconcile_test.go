@@ -14,9 +14,10 @@ import (
 )
 
 // Look before you resend and the compensation lease, from the agent's
-// side: every lookup case of SPEC (each answer on each effect class, the
-// key's ttl, the lease, the fourth lookup, late and stale answers) and the
-// compensation's lease, on both databases.
+// side: every lookup case of SPEC "Look before you resend
+// (reconciliation)" (each answer on each effect class, the key's ttl, the
+// lease, the fourth lookup, late and stale answers) and the compensation's
+// lease, on both databases.
 
 var (
 	lookup1        = `{"key":"k","type":"lookup","attempt":1}`

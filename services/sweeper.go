@@ -11,15 +11,16 @@ import (
 	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
-// SweepBatch bounds the actions one sweep round times out, in one statement.
-// 1,000 timed out 100,000 leases about 20% faster than 500 (2,000: another
-// 10%, with twice as long a hold on each batch's rows).
+// SweepBatch bounds the actions one sweep round times out, in one statement:
+// faster than smaller batches, and larger ones gain little for holding each
+// batch's rows longer (docs/benchmarks.md, "The sweeper: leases, an
+// endpoint, approval expiries", "Batch size").
 const SweepBatch = 1000
 
 // sweepInFlight is how many batches Sweep writes at once, each on its own
-// connection, while it reads the next one. Three rather than two took
-// 100,000 leases in about 0.7 of the time on a busy 2-core machine, with
-// the same CPU time per action (docs/benchmarks.md).
+// connection, while it reads the next one. Three rather than two took less
+// wall time for the same CPU time per action (docs/benchmarks.md, "The
+// sweeper: leases, an endpoint, approval expiries", "What changed", 3).
 const sweepInFlight = 3
 
 // Sweep asks the rules table what each passed deadline means (today: a

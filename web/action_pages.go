@@ -111,8 +111,8 @@ func (h *actionPages) decide(c echo.Context) error {
 		h.cookies.flash(c, msg)
 		return c.Redirect(http.StatusSeeOther, "/actions/"+a.ID)
 	}
-	status, e := toAPIError(err)
-	if status >= http.StatusInternalServerError && status != http.StatusServiceUnavailable {
+	r, ok := refusalOf(err)
+	if !ok {
 		return err // logged and answered by the error handler
 	}
 	c.Set(logErrKey, err)
@@ -120,18 +120,18 @@ func (h *actionPages) decide(c echo.Context) error {
 	if verr != nil {
 		return h.panelUnreadable(c, verr)
 	}
-	if e.Code == services.CodeVersionConflict {
+	if r.code == services.CodeVersionConflict {
 		v.Conflict = h.conflict(c, v, form)
 		// The reason stays typed, but a duplicate-risk acknowledgement was
 		// given for a state that is gone: it must be given again.
 		form.Acknowledged = false
 	}
-	form.Error = views.RefusalText(e.Code, e.Message)
+	form.Error = r.text
 	v.Form = form.DecisionForm
 	if isHTMX(c) {
-		return render(c, htmxRefusal(c, e.Code, status), views.DecisionRefused(v))
+		return render(c, htmxRefusal(c, r), views.DecisionRefused(v))
 	}
-	return h.show(c, status, v)
+	return h.show(c, r.status, v)
 }
 
 // htmxRefusal marks an answer to htmx as a refusal and gives its status:
@@ -140,11 +140,11 @@ func (h *actionPages) decide(c echo.Context) error {
 // reports as an error. The refusal's code rides in the Arbiter-Refusal
 // header. A database away stays 503 (app.js swaps the panel in): that is a
 // failure, logged as one.
-func htmxRefusal(c echo.Context, code string, status int) int {
-	c.Response().Header().Set("Arbiter-Refusal", code)
-	if status >= http.StatusInternalServerError {
+func htmxRefusal(c echo.Context, r refusal) int {
+	c.Response().Header().Set("Arbiter-Refusal", r.code)
+	if r.status >= http.StatusInternalServerError {
 		c.Response().Header().Set("Retry-After", "1")
-		return status
+		return r.status
 	}
 	return http.StatusOK
 }
@@ -153,12 +153,12 @@ func htmxRefusal(c echo.Context, code string, status int) int {
 // (any more): the error page, or to htmx a panel saying so, since it lands
 // inside the action's page.
 func (h *actionPages) panelUnreadable(c echo.Context, err error) error {
-	status, e := toAPIError(err)
-	if !isHTMX(c) || (status >= http.StatusInternalServerError && status != http.StatusServiceUnavailable) {
+	r, ok := refusalOf(err)
+	if !isHTMX(c) || !ok {
 		return err
 	}
 	c.Set(logErrKey, err)
-	return render(c, htmxRefusal(c, e.Code, status), views.DecisionPanelRefused(views.RefusalText(e.Code, e.Message)))
+	return render(c, htmxRefusal(c, r), views.DecisionPanelRefused(r.text))
 }
 
 // show answers the action's page, or only its live part to htmx.

@@ -164,25 +164,21 @@ func (h *bulkPages) apply(c echo.Context) error {
 	return h.show(c, formStatus(v), v)
 }
 
-// refuse shows why a step was refused, with the form's choices kept; errors
-// that are not the form's (forbidden, the database) go to the error page.
+// refuse shows why a step was refused, with the form's choices kept, at the
+// status the one mapper gives; errors that are not the form's (forbidden,
+// the database) go to the error page.
 func (h *bulkPages) refuse(c echo.Context, v views.BulkView, err error) error {
-	e, ok := services.AsError(err)
+	r, ok := refusalOf(err)
 	if !ok {
 		return err
 	}
-	status := http.StatusBadRequest
-	switch e.Code {
-	case services.CodeInvalid:
-	case services.CodeNotFound:
-		status = http.StatusNotFound
-	case services.CodeTooManyMatched:
-		status = http.StatusConflict
+	switch r.code {
+	case services.CodeInvalid, services.CodeNotFound, services.CodeTooManyMatched:
 	default:
 		return err
 	}
-	v.Error = e.Message
-	return h.show(c, status, v)
+	v.Error = r.message
+	return h.show(c, r.status, v)
 }
 
 // show answers a step: the fragment for htmx, a page otherwise.

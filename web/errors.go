@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/views"
 )
 
 // statusOf maps an error code to its HTTP status. Codes not listed are 400.
@@ -73,6 +74,27 @@ func toAPIError(err error) (int, *services.Error) {
 			"the database is unavailable; retry with backoff (nothing acknowledged was lost)")
 	}
 	return http.StatusInternalServerError, services.Errorf(services.CodeInternal, "internal error; it has been logged")
+}
+
+// refusal is a refused request as a page shows it in place (in a panel, in
+// its form) rather than on the error page: the status and code toAPIError
+// gives it, the error's own message, and the words for a person.
+type refusal struct {
+	status  int
+	code    string
+	message string
+	text    string // views.RefusalText
+}
+
+// refusalOf maps err with toAPIError for a page that shows refusals in
+// place. ok is false for a failure the error handler must answer and log:
+// a 5xx, except the database away (503), which a page can say in words.
+func refusalOf(err error) (r refusal, ok bool) {
+	status, e := toAPIError(err)
+	if status >= http.StatusInternalServerError && status != http.StatusServiceUnavailable {
+		return refusal{}, false
+	}
+	return refusal{status: status, code: e.Code, message: e.Message, text: views.RefusalText(e.Code, e.Message)}, true
 }
 
 // errorHandler answers every error returned by a handler, and logs it once:

@@ -10,11 +10,11 @@ import (
 // with Prefer: wait arrive together (a fleet of agents held by one policy)
 // and are all in flight, decoded and written, before each is parked. Once
 // parked each holds a few kilobytes, and nothing allocates, so no garbage
-// collection runs to return what the arrival used: 10,000 waiters left the
-// server at 338 MiB where their own memory is about 100 MiB. Once a burst
-// of at least parkBurst requests has been parked and a second has passed
-// without another, the memory is collected and returned to the system,
-// once per burst.
+// collection runs to return what the arrival used, and the server kept
+// several times the waiters' own memory (docs/benchmarks.md, "What still
+// misses", its waiting agents). Once a burst of at least parkBurst
+// requests has been parked and a second has passed without another, the
+// memory is collected and returned to the system, once per burst.
 
 // parkBurst is how many requests parked since the last return make a
 // burst worth a collection.

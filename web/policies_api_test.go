@@ -9,8 +9,8 @@ import (
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
 )
 
-// TestPoliciesOnTheWire: the policy API of SPEC, and a policy holding an
-// intent end to end.
+// TestPoliciesOnTheWire: the policy API of SPEC "Approval before
+// execution", and a policy holding an intent end to end.
 func TestPoliciesOnTheWire(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {

@@ -9,10 +9,14 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/alecthomas/kong"
 
+	"github.com/arbiter-ledger/arbiter/cmd/arbiter/internal/bench"
+	"github.com/arbiter-ledger/arbiter/cmd/arbiter/internal/demo"
 	"github.com/arbiter-ledger/arbiter/services"
 )
 
@@ -79,4 +83,94 @@ func newLogger(format, level string) *slog.Logger {
 // open connects to the configured database.
 func (c *cli) open(ctx context.Context) (*services.Store, error) {
 	return services.Open(ctx, c.DatabaseURL)
+}
+
+// benchCmd is `arbiter bench`, which internal/bench runs with the database
+// this command line names.
+type benchCmd struct {
+	bench.Cmd `embed:""`
+}
+
+func (b *benchCmd) Run(ctx context.Context, c *cli) error {
+	return b.Cmd.Run(ctx, bench.Env{DatabaseURL: c.DatabaseURL,
+		Open: func(ctx context.Context) (*services.Store, error) { return openCurrent(ctx, c) }})
+}
+
+type demoCmd struct {
+	Addr    string `env:"ARBITER_ADDR" default:"127.0.0.1:8080" help:"Address to listen on (127.0.0.1:0 picks a free port; the URL printed is the real one)."`
+	Dir     string `help:"Keep the demo's SQLite database in this directory (default: a temporary directory, removed on exit)."`
+	Verbose bool   `help:"Also log every request the server answers."`
+
+	WebhookAllowPrivate bool `name:"webhook-allow-private" env:"ARBITER_WEBHOOK_ALLOW_PRIVATE" help:"Let webhooks reach loopback, private and link-local addresses, to try them with a receiver on this machine."`
+}
+
+// Run starts the server exactly as serve does, on an SQLite database of its
+// own, and internal/demo's simulated fleet of agents working against it
+// through the Go SDK, until Ctrl-C. It never touches ARBITER_DATABASE_URL: a
+// demo must not write into a real ledger.
+func (d *demoCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
+	dir, removeDir, err := demo.DataDir(d.Dir)
+	if err != nil {
+		return err
+	}
+	defer removeDir()
+	db := filepath.Join(dir, "arbiter.db")
+	st, err := services.Open(ctx, "sqlite:"+db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := ensureSchema(ctx, st, true); err != nil {
+		return err
+	}
+	setup, err := demo.Prepare(ctx, st)
+	if err != nil {
+		return err
+	}
+
+	serverLog := log
+	if !d.Verbose {
+		// The fleet's held intents and refused reuses are 4xx answers the
+		// server logs as warnings: expected here, and noise.
+		serverLog = newLogger(c.LogFormat, "error")
+	}
+	cfg := serveCmd{Addr: d.Addr, SweepInterval: 250 * time.Millisecond, DrainTimeout: 10 * time.Second,
+		WebhookDisableAfter: 120 * time.Hour, SessionIdle: 8 * time.Hour, SessionAbsolute: 7 * 24 * time.Hour,
+		WebhookAllowPrivate: d.WebhookAllowPrivate}
+	srv, err := cfg.start(ctx, st, serverLog)
+	if err != nil {
+		return fmt.Errorf("%w (another server there? pass --addr 127.0.0.1:0 for any free port)", err)
+	}
+	where := db + " (removed on exit; --dir keeps one)"
+	if d.Dir != "" {
+		where = db
+	}
+	demo.PrintBanner(os.Stdout, srv.URL, setup.Password, where, setup.AdminKey)
+
+	fleetCtx, stopFleet := context.WithCancel(ctx)
+	defer stopFleet()
+	fleetDone := make(chan struct{})
+	go func() {
+		defer close(fleetDone)
+		demo.RunFleet(fleetCtx, srv.URL, setup, os.Stdout, log)
+	}()
+	select {
+	case err := <-srv.serveErr:
+		stopFleet()
+		<-fleetDone
+		srv.stopBG()
+		srv.bg.Wait()
+		return err
+	case <-ctx.Done():
+	}
+	// The fleet first, while the server still answers, so that effects
+	// that happened get recorded; then the server.
+	fmt.Fprintln(os.Stdout, "stopping the fleet and the server")
+	stopFleet()
+	<-fleetDone
+	if err := srv.shutdown(); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stdout, "demo stopped")
+	return nil
 }

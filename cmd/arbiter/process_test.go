@@ -165,8 +165,8 @@ func post(t *testing.T, url, key, body string) (int, map[string]any) {
 
 // TestServeReadyInEmptyDirectory: with no configuration at all, serve makes
 // its SQLite database and becomes ready. How fast is a figure for
-// docs/benchmarks.md (a plain binary, not this race-enabled one on a busy
-// test machine); here it only has to happen.
+// docs/benchmarks.md, "The figures" (a plain binary, not this race-enabled
+// one on a busy test machine); here it only has to happen.
 func TestServeReadyInEmptyDirectory(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -82,7 +82,8 @@ func compile(condition string) (*program, error) {
 	}
 	// A condition whose cost the checker can bound below the limit runs
 	// without counting its cost; the others count it as they run, which
-	// costs them about three times as long.
+	// makes them slower (docs/benchmarks.md, "CEL under a regex storm",
+	// "Counting the cost as a condition runs").
 	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize),
 		cel.OptimizeRegex(constantRegex(overloads.Matches), constantRegex(overloads.MatchesString))}
 	bounded := false

@@ -19,7 +19,7 @@ import (
 	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
-// Limits of a policy (SPEC).
+// Limits of a policy (SPEC "Approval before execution").
 const (
 	MaxTools             = 20
 	MaxToolPattern       = 128

@@ -1,4 +1,8 @@
-package main
+// Package bench is `arbiter bench`: it measures Arbiter, by playing agents
+// against a running server or by timing the sweeper, bulk decisions,
+// dashboard pages, webhook deliveries and parked waiters.
+// docs/benchmarks.md has the figures and how they were made.
+package bench
 
 import (
 	"context"
@@ -6,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -17,11 +20,10 @@ import (
 	"github.com/arbiter-ledger/arbiter/services"
 )
 
-// benchCmd measures Arbiter. By default it plays agents against a running
+// Cmd is the command's flags. By default it plays agents against a running
 // server; --sweep times the sweeper in this process, --page times dashboard
 // pages and --receive is a webhook endpoint that counts and times deliveries.
-// docs/benchmarks.md has the figures and how they were made.
-type benchCmd struct {
+type Cmd struct {
 	URL         string        `env:"ARBITER_URL" default:"http://127.0.0.1:8080" help:"The server to load."`
 	APIKey      string        `name:"api-key" env:"ARBITER_API_KEY" help:"An agent key to write entries with."`
 	CreateKey   bool          `name:"create-key" help:"Create an agent key in --namespace first (needs --database-url)."`
@@ -62,7 +64,16 @@ type benchCmd struct {
 	PasswordStdin bool     `name:"password-stdin" help:"With --page: read the user's password from standard input."`
 }
 
-func (b *benchCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
+// Env is what a run takes from the command line around it: the database it
+// names, and how to open it as arbiter's other commands do (its schema
+// checked, migrated when embedded).
+type Env struct {
+	DatabaseURL string
+	Open        func(context.Context) (*services.Store, error)
+}
+
+// Run measures what the flags ask for and prints its report.
+func (b *Cmd) Run(ctx context.Context, c Env) error {
 	// Each mode returns its report even when it fails on what it measured,
 	// so that the figures are printed either way.
 	var (
@@ -115,7 +126,7 @@ func (b *benchCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
 	return err
 }
 
-func (b *benchCmd) runLoad(ctx context.Context, c *cli) (*loadReport, error) {
+func (b *Cmd) runLoad(ctx context.Context, c Env) (*loadReport, error) {
 	m, err := parseMix(b.Mix)
 	if err != nil {
 		return nil, err
@@ -144,8 +155,8 @@ func (b *benchCmd) runLoad(ctx context.Context, c *cli) (*loadReport, error) {
 }
 
 // createKey makes an agent key for this run in the database the server uses.
-func (b *benchCmd) createKey(ctx context.Context, c *cli) (string, error) {
-	st, err := openCurrent(ctx, c)
+func (b *Cmd) createKey(ctx context.Context, c Env) (string, error) {
+	st, err := c.Open(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -155,8 +166,8 @@ func (b *benchCmd) createKey(ctx context.Context, c *cli) (string, error) {
 	return secret, err
 }
 
-func (b *benchCmd) runSweep(ctx context.Context, c *cli) (*sweepReport, error) {
-	st, err := openCurrent(ctx, c)
+func (b *Cmd) runSweep(ctx context.Context, c Env) (*sweepReport, error) {
+	st, err := c.Open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -177,14 +188,14 @@ func (b *benchCmd) runSweep(ctx context.Context, c *cli) (*sweepReport, error) {
 		approvalPct: b.SweepApprovals}, profile)
 }
 
-func (b *benchCmd) runBulk(ctx context.Context, c *cli) (*bulkReport, error) {
+func (b *Cmd) runBulk(ctx context.Context, c Env) (*bulkReport, error) {
 	if b.BulkBatch < 1 || b.BulkBatch > services.MaxBulkActions {
 		return nil, fmt.Errorf("--bulk-batch must be between 1 and %d", services.MaxBulkActions)
 	}
 	if b.BulkSingles < 0 {
 		return nil, errors.New("--bulk-singles must be 0 or more")
 	}
-	st, err := openCurrent(ctx, c)
+	st, err := c.Open(ctx)
 	if err != nil {
 		return nil, err
 	}

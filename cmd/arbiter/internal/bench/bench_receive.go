@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -62,7 +62,7 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // runReceive listens on addr until want distinct messages arrived (0: no
 // such goal) and nothing more arrives for idle, or until the whole duration
 // passed.
-func (b *benchCmd) runReceive(ctx context.Context) (*receiveReport, error) {
+func (b *Cmd) runReceive(ctx context.Context) (*receiveReport, error) {
 	ln, err := net.Listen("tcp", b.Receive)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -31,7 +31,7 @@ var csrfField = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
 
 // runPages signs in as a dashboard user, as a browser without JavaScript
 // would, and times GETs of each page one at a time after a short warm-up.
-func (b *benchCmd) runPages(ctx context.Context) (*pagesReport, error) {
+func (b *Cmd) runPages(ctx context.Context) (*pagesReport, error) {
 	if b.Email == "" || !b.PasswordStdin {
 		return nil, errors.New("--page needs --email and --password-stdin")
 	}

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -88,7 +88,7 @@ func (r *waitReport) fail(kind string) {
 // once, each on its own connection, for a tool a policy holds for approval;
 // samples the server while they all wait; approves them in bulk decisions
 // of b.DecideBatch; and times each waiter's answer from its decision.
-func (b *benchCmd) runWaiters(ctx context.Context, c *cli) (*waitReport, error) {
+func (b *Cmd) runWaiters(ctx context.Context, c Env) (*waitReport, error) {
 	switch {
 	case b.APIKey == "" || b.AdminKey == "":
 		return nil, errors.New("--waiters needs --api-key (an agent key) and --admin-key (an operator or admin key, to list and decide)")

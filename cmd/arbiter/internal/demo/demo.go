@@ -1,4 +1,8 @@
-package main
+// Package demo is the simulated fleet of `arbiter demo`: the agents, the
+// downstream systems they call (a PSP, a mailer, a CRM), the incidents they
+// stage, and the user, keys and policy they need. The command in main.go
+// starts the server exactly as serve does and runs the fleet against it.
+package demo
 
 import (
 	"context"
@@ -8,20 +12,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/arbiter-ledger/arbiter/services/accounts"
 
 	"github.com/arbiter-ledger/arbiter/services"
 )
-
-type demoCmd struct {
-	Addr    string `env:"ARBITER_ADDR" default:"127.0.0.1:8080" help:"Address to listen on (127.0.0.1:0 picks a free port; the URL printed is the real one)."`
-	Dir     string `help:"Keep the demo's SQLite database in this directory (default: a temporary directory, removed on exit)."`
-	Verbose bool   `help:"Also log every request the server answers."`
-
-	WebhookAllowPrivate bool `name:"webhook-allow-private" env:"ARBITER_WEBHOOK_ALLOW_PRIVATE" help:"Let webhooks reach loopback, private and link-local addresses, to try them with a receiver on this machine."`
-}
 
 // demoEmail is the dashboard user the demo signs people in as.
 const demoEmail = "demo@localhost"
@@ -29,92 +24,44 @@ const demoEmail = "demo@localhost"
 // demoOncallEmail owns the demo's on-call keys.
 const demoOncallEmail = "oncall@localhost"
 
-// Run starts the server exactly as serve does, on an SQLite database of its
-// own, and a simulated fleet of agents working against it through the Go
-// SDK, until Ctrl-C. It never touches ARBITER_DATABASE_URL: a demo must not
-// write into a real ledger.
-func (d *demoCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
-	dir, removeDir, err := d.dataDir()
-	if err != nil {
-		return err
-	}
-	defer removeDir()
-	db := filepath.Join(dir, "arbiter.db")
-	st, err := services.Open(ctx, "sqlite:"+db)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if err := ensureSchema(ctx, st, true); err != nil {
-		return err
-	}
+// Setup is what the demo made in its database: the fleet's keys, the
+// dashboard user's new password and an admin key for the operator CLI.
+type Setup struct {
+	Password string
+	AdminKey string
+	keys     demoKeys
+}
+
+// Prepare makes the demo's user, keys and approval policy in st.
+func Prepare(ctx context.Context, st *services.Store) (*Setup, error) {
 	password, err := demoUser(ctx, st)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	keys, adminKey, err := demoAPIKeys(ctx, st)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := demoPolicies(ctx, st); err != nil {
-		return fmt.Errorf("demo: create the approval policy: %w", err)
+		return nil, fmt.Errorf("demo: create the approval policy: %w", err)
 	}
-
-	serverLog := log
-	if !d.Verbose {
-		// The fleet's held intents and refused reuses are 4xx answers the
-		// server logs as warnings: expected here, and noise.
-		serverLog = newLogger(c.LogFormat, "error")
-	}
-	cfg := serveCmd{Addr: d.Addr, SweepInterval: 250 * time.Millisecond, DrainTimeout: 10 * time.Second,
-		WebhookDisableAfter: 120 * time.Hour, SessionIdle: 8 * time.Hour, SessionAbsolute: 7 * 24 * time.Hour,
-		WebhookAllowPrivate: d.WebhookAllowPrivate}
-	srv, err := cfg.start(ctx, st, serverLog)
-	if err != nil {
-		return fmt.Errorf("%w (another server there? pass --addr 127.0.0.1:0 for any free port)", err)
-	}
-	where := db + " (removed on exit; --dir keeps one)"
-	if d.Dir != "" {
-		where = db
-	}
-	printDemoBanner(os.Stdout, srv.URL, password, where, adminKey)
-
-	fleet := newDemoFleet(srv.URL, keys, os.Stdout, log)
-	fleetCtx, stopFleet := context.WithCancel(ctx)
-	defer stopFleet()
-	fleetDone := make(chan struct{})
-	go func() {
-		defer close(fleetDone)
-		fleet.run(fleetCtx)
-	}()
-	select {
-	case err := <-srv.serveErr:
-		stopFleet()
-		<-fleetDone
-		srv.stopBG()
-		srv.bg.Wait()
-		return err
-	case <-ctx.Done():
-	}
-	// The fleet first, while the server still answers, so that effects
-	// that happened get recorded; then the server.
-	fmt.Fprintln(os.Stdout, "stopping the fleet and the server")
-	stopFleet()
-	<-fleetDone
-	if err := srv.shutdown(); err != nil {
-		return err
-	}
-	fmt.Fprintln(os.Stdout, "demo stopped")
-	return nil
+	return &Setup{Password: password, AdminKey: adminKey, keys: keys}, nil
 }
 
-// dataDir returns the directory for the database and how to clean it up.
-func (d *demoCmd) dataDir() (string, func(), error) {
-	if d.Dir != "" {
-		if err := os.MkdirAll(d.Dir, 0o700); err != nil {
+// RunFleet plays the simulated fleet against the server at url, telling
+// what it does on out, until ctx ends.
+func RunFleet(ctx context.Context, url string, s *Setup, out io.Writer, log *slog.Logger) {
+	newDemoFleet(url, s.keys, out, log).run(ctx)
+}
+
+// DataDir returns the directory for the database and how to clean it up:
+// dir when given, kept; otherwise a temporary directory, removed.
+func DataDir(dir string) (string, func(), error) {
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return "", nil, err
 		}
-		abs, err := filepath.Abs(d.Dir)
+		abs, err := filepath.Abs(dir)
 		return abs, func() {}, err
 	}
 	dir, err := os.MkdirTemp("", "arbiter-demo-")
@@ -176,7 +123,8 @@ func demoAPIKeys(ctx context.Context, st *services.Store) (demoKeys, string, err
 	return k, admin, nil
 }
 
-func printDemoBanner(w io.Writer, url, password, where, adminKey string) {
+// PrintBanner tells where the demo is and how to sign in.
+func PrintBanner(w io.Writer, url, password, where, adminKey string) {
 	fmt.Fprintf(w, `
 Arbiter demo: the server and a simulated fleet of agents working against it.
 
