@@ -264,6 +264,7 @@ func TestLookupConfirmsATimedOutCallThatHappened(t *testing.T) {
 		ctx := context.Background()
 
 		require.True(t, g.call(t, "refund", map[string]any{"order_id": "o-9", "amount": 300}).IsError)
+		pay.waitBack(t)
 		g.runWorker(t)
 		var a *client.Action
 		eventually(t, "the worker's lookup confirms it", func() bool {

@@ -234,12 +234,12 @@ func readDecision(c echo.Context) (decisionForm, services.DecisionInput) {
 	if st := record.Status(c.FormValue("seen_status")); validStatusName(st) {
 		f.seenStatus = string(st)
 	}
-	switch f.Decision {
-	case "retry":
+	switch record.Decision(f.Decision) {
+	case record.DecisionRetry:
 		ack := c.FormValue("acknowledge_duplicate_risk")
 		f.Acknowledged = ack == "on" || ack == "true"
 		in.AcknowledgeDuplicateRisk = f.Acknowledged
-	case "confirm":
+	case record.DecisionConfirm:
 		f.ExternalRef = strings.TrimSpace(c.FormValue("external_ref"))
 		f.Result = strings.TrimSpace(c.FormValue("result"))
 		if f.ExternalRef != "" {
