@@ -40,7 +40,7 @@ type env struct {
 
 func newEnv(t *testing.T, st *services.Store) *env {
 	t.Helper()
-	e := &env{t: t, st: st, ledger: services.NewLedger(st)}
+	e := &env{t: t, st: st, ledger: services.NewLedger(st, services.LedgerConfig{})}
 	e.srv = e.startServer()
 	e.proxy = startProxy(t, e.srv.Listener.Addr().String())
 	t.Cleanup(func() {
@@ -54,8 +54,8 @@ func newEnv(t *testing.T, st *services.Store) *env {
 
 func (e *env) startServer() *httptest.Server {
 	st := e.st
-	ledger, approvals := services.NewLedger(st), policies.New(st)
-	ledger.SetApprover(approvals)
+	approvals := policies.New(st)
+	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals})
 	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st),
 		Accounts: accounts.New(st), Webhooks: webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}),
 		Policies: approvals, Metrics: web.NewMetrics(nil), Log: slog.New(slog.DiscardHandler)})

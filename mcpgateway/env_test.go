@@ -77,9 +77,8 @@ type arbiter struct {
 
 func startArbiter(t testing.TB, st *services.Store) *arbiter {
 	t.Helper()
-	ledger := services.NewLedger(st)
 	approvals := policies.New(st)
-	ledger.SetApprover(approvals)
+	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals})
 	srv := httptest.NewServer(web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st),
 		Webhooks: webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}), Policies: approvals,
 		Metrics: web.NewMetrics(nil), Log: slog.New(slog.DiscardHandler)}))

@@ -157,15 +157,17 @@ func decodeCursor(c string) (string, error) {
 	return "", Errorf(CodeInvalid, "cursor %q is not one this server issued", c)
 }
 
-// CountByStatus counts actions per status, over every namespace.
-func (l *Ledger) CountByStatus(ctx context.Context) (map[string]int64, error) {
-	counts, err := l.st.ex.ActionCountByStatus(ctx)
+// CountByStatus counts actions per status, over every namespace. It is the
+// store's, not the ledger's, so the metrics that read it can be built
+// before the ledger that reports to them.
+func (s *Store) CountByStatus(ctx context.Context) (map[string]int64, error) {
+	counts, err := s.ex.ActionCountByStatus(ctx)
 	if err != nil {
-		return nil, DBError("ledger: count actions", err)
+		return nil, DBError("store: count actions", err)
 	}
 	out := map[string]int64{}
-	for _, s := range record.Statuses {
-		out[string(s)] = counts[s]
+	for _, status := range record.Statuses {
+		out[string(status)] = counts[status]
 	}
 	return out, nil
 }

@@ -23,40 +23,11 @@ var (
 	evReject  = event(record.DecisionReject)
 )
 
-// approvalRules are the rows approval adds to the table.
-var approvalRules = ruleTable{
-	evIntent: {
-		record.StatusAwaitingApproval: unlessExpired(answer(record.OutcomePendingApproval)),
-		record.StatusApproved:         unlessExpired(startAttempt),
-		record.StatusDenied:           answer(record.OutcomeDenied),
-	},
-	evApprove: {
-		record.StatusAwaitingApproval: approve,
-	},
-	evReject: {
-		record.StatusAwaitingApproval: reject,
-		record.StatusApproved:         reject,
-	},
-	evDeadline: {
-		record.StatusAwaitingApproval: approvalDeadline,
-		record.StatusApproved:         approvalDeadline,
-	},
-}
-
-// approvalDeadlines: while awaiting, the escalation (until it happened)
-// then the expiry; once approved, the expiry, if the intent has not
-// proceeded by then.
-var approvalDeadlines = deadlineTable{
-	record.StatusAwaitingApproval: func(a *record.Action) *time.Time { return a.Approval.Deadline() },
-	record.StatusApproved: func(a *record.Action) *time.Time {
-		t := a.Approval.ExpiresAt
-		return &t
-	},
-}
-
-func init() {
-	rules.add(approvalRules)
-	deadlines.add(approvalDeadlines)
+// approvalExpiry is an approved action's deadline: its expiry, if the
+// intent has not proceeded by then.
+func approvalExpiry(a *record.Action) *time.Time {
+	t := a.Approval.ExpiresAt
+	return &t
 }
 
 // Approver says what the first intent of a key needs before it may run:
@@ -72,10 +43,6 @@ type ApprovalQuery struct {
 	Params                                           json.RawMessage
 	Now                                              time.Time
 }
-
-// SetApprover makes the ledger hold first intents that a's policies catch.
-// Call it before the ledger is used.
-func (l *Ledger) SetApprover(a Approver) { l.approver = a }
 
 // asked is the approver's answer about an intent that may be the first of
 // its key, asked before the write: conditions run under their own time

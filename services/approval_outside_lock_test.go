@@ -63,8 +63,7 @@ func TestPoliciesAreEvaluatedOutsideTheWriter(t *testing.T) {
 				other := principal(t, st, PrincipalOpts{})
 				ap := &slowApprover{ns: slow.Namespace, entered: make(chan string, 4), release: make(chan struct{})}
 				defer ap.let()
-				l := services.NewLedger(st)
-				l.SetApprover(ap)
+				l := services.NewLedger(st, services.LedgerConfig{Approver: ap})
 
 				// The goroutines report to channels, never to t: a failed
 				// test may end before they do.

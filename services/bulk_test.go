@@ -372,7 +372,7 @@ func TestBulkFilterMatchingTooManyIsRefused(t *testing.T) {
 		ctx := context.Background()
 		seeded, err := st.Seed(ctx, services.SeedRequest{Actions: services.MaxBulkExamined + 1, TimedOut: 10})
 		require.NoError(t, err)
-		l := services.NewLedger(st)
+		l := services.NewLedger(st, services.LedgerConfig{})
 		admin := principal(t, st, PrincipalOpts{Role: services.RoleAdmin, Name: "root"})
 		_, err = l.DecideMany(ctx, admin, services.BulkInput{DryRun: true, Decision: "confirm",
 			Filter: &services.BulkFilter{Namespace: seeded.Namespace}})

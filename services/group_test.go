@@ -23,14 +23,13 @@ func TestGroupCommitManyKeys(t *testing.T) {
 	t.Parallel()
 	const workers, keys = 64, 48
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
-		f := newFixture(t, st, FixtureOpts{})
 		var mu sync.Mutex
 		var grouped, largest int
-		f.l.OnGroup(func(n int) {
+		f := newFixture(t, st, FixtureOpts{Config: services.LedgerConfig{OnGroup: func(n int) {
 			mu.Lock()
 			grouped, largest = grouped+n, max(largest, n)
 			mu.Unlock()
-		})
+		}}})
 		results := make([]services.EntryResult, workers)
 		errs := make([]error, workers)
 		race(t, workers, 30*time.Second, func(i int) {

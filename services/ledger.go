@@ -51,31 +51,42 @@ type Ledger struct {
 	timeoutResolved func(by string)
 }
 
-// OnApprovalDecided registers fn to observe each action held for approval
-// when it is approved or denied (rejected or expired), with the time since
-// the intent. fn must not block.
-func (l *Ledger) OnApprovalDecided(fn func(result string, waited time.Duration)) {
-	l.approvalDecided = fn
-}
-
-// OnAlert registers fn to run after every committed change that wrote
-// alerts. fn must not block.
-func (l *Ledger) OnAlert(fn func()) { l.alerted = fn }
-
-// OnGroup registers fn to observe how many entries each group commit
-// wrote together. fn must not block.
-func (l *Ledger) OnGroup(fn func(entries int)) { l.grouped = fn }
-
 func (l *Ledger) observeGroup(n int) {
 	if l.grouped != nil {
 		l.grouped(n)
 	}
 }
 
-// NewLedger returns a ledger on st.
-func NewLedger(st *Store) *Ledger {
+// LedgerConfig is what a ledger is built with: the zero value holds no
+// intent for approval and tells no one what it wrote. The On… observers
+// must not block.
+type LedgerConfig struct {
+	// Approver holds first intents its policies catch (nil: none).
+	Approver Approver
+	// OnAlert runs after every committed change that wrote alerts, to wake
+	// the dispatcher without waiting for its next poll.
+	OnAlert func()
+	// OnGroup observes how many entries each group commit wrote together.
+	OnGroup func(entries int)
+	// OnApprovalDecided observes each action held for approval when it is
+	// approved or denied (rejected or expired), with the time since the
+	// intent.
+	OnApprovalDecided func(result string, waited time.Duration)
+	// OnLookupAnswered observes every lookup answer recorded.
+	OnLookupAnswered func(answer record.Answer)
+	// OnTimeoutResolved observes every timed-out action that leaves
+	// timed_out, and by what: "lookup" (a lookup's answer), "late_result"
+	// (the agent's own late outcome) or "operator" (a person's decision).
+	// The share resolved without a person is what lookups are for.
+	OnTimeoutResolved func(by string)
+}
+
+// NewLedger returns a ledger on st, built with cfg.
+func NewLedger(st *Store, cfg LedgerConfig) *Ledger {
 	c := st.drv.Concurrency()
-	l := &Ledger{st: st, now: Now, rules: rules, deadlines: deadlines, singleWriter: c.SingleWriter}
+	l := &Ledger{st: st, now: Now, rules: rules, deadlines: deadlines, singleWriter: c.SingleWriter,
+		approver: cfg.Approver, alerted: cfg.OnAlert, grouped: cfg.OnGroup, approvalDecided: cfg.OnApprovalDecided,
+		lookupAnswered: cfg.OnLookupAnswered, timeoutResolved: cfg.OnTimeoutResolved}
 	l.waiting.left = func(ctx context.Context, ids []string) ([]string, error) {
 		return st.ex.ActionLeftStatus(ctx, ids, record.StatusAwaitingApproval)
 	}

@@ -94,14 +94,15 @@ func principal(t *testing.T, st *services.Store, o PrincipalOpts) services.Princ
 
 // LedgerOpts configures a ledger under test.
 type LedgerOpts struct {
-	Clock *clock // default: a new fake clock at t0
+	Clock  *clock // default: a new fake clock at t0
+	Config services.LedgerConfig
 }
 
 func newLedger(st *services.Store, o LedgerOpts) (*services.Ledger, *clock) {
 	if o.Clock == nil {
 		o.Clock = newClock()
 	}
-	l := services.NewLedger(st)
+	l := services.NewLedger(st, o.Config)
 	l.SetClock(o.Clock.Now)
 	return l, o.Clock
 }
@@ -121,6 +122,7 @@ type fixture struct {
 type FixtureOpts struct {
 	Namespace string // default: a fresh namespace
 	Clock     *clock // default: a new fake clock at t0
+	Config    services.LedgerConfig
 	Ledger    *services.Ledger
 }
 
@@ -130,7 +132,7 @@ func newFixture(t *testing.T, st *services.Store, o FixtureOpts) *fixture {
 		o.Namespace = freshNamespace()
 	}
 	f := &fixture{st: st, ns: o.Namespace}
-	f.l, f.clock = newLedger(st, LedgerOpts{Clock: o.Clock})
+	f.l, f.clock = newLedger(st, LedgerOpts{Clock: o.Clock, Config: o.Config})
 	if o.Ledger != nil {
 		f.l = o.Ledger
 	}

@@ -89,31 +89,16 @@ type rule func(s *step) plan
 // ruleTable maps an event and the action's status to the rule that decides.
 type ruleTable map[event]map[record.Status]rule
 
-// add merges rows into t, replacing the rules they refine.
-func (t ruleTable) add(rows ruleTable) {
-	for ev, row := range rows {
-		if t[ev] == nil {
-			t[ev] = map[record.Status]rule{}
-		}
-		for st, r := range row {
-			t[ev][st] = r
-		}
-	}
-}
-
 // staleTable decides, per entry type, an entry for an attempt older than
 // the action's current one; types without a row are stale outcomes.
 type staleTable map[record.EntryType]rule
 
-func (t staleTable) add(rows staleTable) {
-	for typ, r := range rows {
-		t[typ] = r
-	}
-}
-
-// stale is the table of entries for older attempts.
+// stale is the table of entries for older attempts. A lookup of an older
+// attempt is refused and its answer recorded (reconcile.go).
 var stale = staleTable{
-	record.TypeHeartbeat: staleHeartbeat,
+	record.TypeHeartbeat:    staleHeartbeat,
+	record.TypeLookup:       staleLookup,
+	record.TypeLookupResult: recordLookupResult,
 }
 
 // staleOutcome records an outcome for an older attempt and alerts it: the
@@ -136,7 +121,9 @@ func staleHeartbeat(s *step) plan {
 	return pl
 }
 
-// rules is the transition table.
+// rules is the transition table, every row of it. The rules of approval
+// before execution live in approval.go, those of reconciliation (lookups,
+// the compensation lease) in reconcile.go.
 var rules = ruleTable{
 	evIntent: {
 		record.StatusNone:                  createAction,
@@ -148,10 +135,14 @@ var rules = ruleTable{
 		record.StatusConfirmed:             answer(record.OutcomeReplay),
 		record.StatusCompensated:           answer(record.OutcomeReplay),
 		record.StatusAbandoned:             answer(record.OutcomeReplay),
-		record.StatusCompensationRequested: answer(record.OutcomeCompensate),
+		record.StatusCompensationRequested: compensateIntent, // takes the compensation's lease
+		record.StatusAwaitingApproval:      unlessExpired(answer(record.OutcomePendingApproval)),
+		record.StatusApproved:              unlessExpired(startAttempt),
+		record.StatusDenied:                answer(record.OutcomeDenied),
 	},
 	evHeartbeat: {
-		record.StatusInProgress: heartbeat,
+		record.StatusInProgress:            heartbeat,
+		record.StatusCompensationRequested: heartbeat, // extends a compensation's lease
 	},
 	evSucceeded: {
 		record.StatusInProgress:     finish(record.StatusSucceeded),
@@ -180,8 +171,18 @@ var rules = ruleTable{
 	evCompensated: {
 		record.StatusCompensationRequested: compensated,
 	},
+	evCompensationFailed: {
+		record.StatusCompensationRequested: compensationFailed,
+	},
+	evLookup: {
+		record.StatusTimedOut: lookup,
+	},
+	evLookupResult: lookupResultRows(),
 	evDeadline: {
-		record.StatusInProgress: expire,
+		record.StatusInProgress:            expire,
+		record.StatusAwaitingApproval:      approvalDeadline,
+		record.StatusApproved:              approvalDeadline,
+		record.StatusCompensationRequested: compensationExpired,
 	},
 	evConfirm: {
 		record.StatusTimedOut:       decide(record.StatusConfirmed),
@@ -194,9 +195,10 @@ var rules = ruleTable{
 		record.StatusFailed:   decideRetry,
 	},
 	evCompensate: {
-		record.StatusTimedOut:  decide(record.StatusCompensationRequested),
-		record.StatusSucceeded: decide(record.StatusCompensationRequested),
-		record.StatusConfirmed: decide(record.StatusCompensationRequested),
+		record.StatusTimedOut:              decide(record.StatusCompensationRequested),
+		record.StatusSucceeded:             decide(record.StatusCompensationRequested),
+		record.StatusConfirmed:             decide(record.StatusCompensationRequested),
+		record.StatusCompensationRequested: compensateAgain,
 	},
 	evMarkCompensated: {
 		record.StatusCompensationRequested: decide(record.StatusCompensated),
@@ -207,6 +209,13 @@ var rules = ruleTable{
 		record.StatusRetryRequested:        decide(record.StatusAbandoned),
 		record.StatusCompensationRequested: decide(record.StatusAbandoned),
 	},
+	evApprove: {
+		record.StatusAwaitingApproval: approve,
+	},
+	evReject: {
+		record.StatusAwaitingApproval: reject,
+		record.StatusApproved:         reject,
+	},
 }
 
 // deadlineTable says, per status, which time of an action is its deadline:
@@ -215,15 +224,16 @@ var rules = ruleTable{
 // evDeadline rule (a test checks).
 type deadlineTable map[record.Status]func(a *record.Action) *time.Time
 
-func (t deadlineTable) add(rows deadlineTable) {
-	for st, d := range rows {
-		t[st] = d
-	}
-}
-
-// deadlines is the deadline table.
+// deadlines is the deadline table: a running attempt's lease; while an
+// approval waits, its escalation (until it happened) then its expiry, and
+// once approved its expiry if the intent has not proceeded by then
+// (approval.go); a compensation's lease, until it passed once
+// (reconcile.go).
 var deadlines = deadlineTable{
-	record.StatusInProgress: func(a *record.Action) *time.Time { return a.LeaseUntil },
+	record.StatusInProgress:            func(a *record.Action) *time.Time { return a.LeaseUntil },
+	record.StatusAwaitingApproval:      func(a *record.Action) *time.Time { return a.Approval.Deadline() },
+	record.StatusApproved:              approvalExpiry,
+	record.StatusCompensationRequested: compensationLeaseDeadline,
 }
 
 // AllowedDecisions lists the decisions the table allows on a now, in the

@@ -32,7 +32,7 @@ func TestQueryPlansAtScale(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("seeded 1,000,000 actions in %s", res.Took)
 
-	l := services.NewLedger(st)
+	l := services.NewLedger(st, services.LedgerConfig{})
 	p := services.Principal{Kind: "user", Name: "ops@example.com", Role: services.RoleOperator,
 		Memberships: map[string]services.Role{services.Everywhere: services.RoleOperator}}
 	plans := services.CapturePlans(st, func() {

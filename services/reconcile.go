@@ -22,51 +22,13 @@ var (
 	evCompensationFailed = event(record.TypeCompensationFailed)
 )
 
-// reconcileRules are the rows reconciliation adds to the table, replacing
-// those it refines (an intent on compensation_requested now takes a lease).
-var reconcileRules = ruleTable{
-	evIntent: {
-		record.StatusCompensationRequested: compensateIntent,
-	},
-	evHeartbeat: {
-		record.StatusCompensationRequested: heartbeat, // extends a compensation's lease
-	},
-	evCompensationFailed: {
-		record.StatusCompensationRequested: compensationFailed,
-	},
-	evLookup: {
-		record.StatusTimedOut: lookup,
-	},
-	evLookupResult: lookupResultRows(),
-	evDeadline: {
-		record.StatusCompensationRequested: compensationExpired,
-	},
-	evCompensate: {
-		record.StatusCompensationRequested: compensateAgain,
-	},
-}
-
-// reconcileStale decides entries for an attempt older than the current
-// one: a lookup of it is refused, and its answer recorded.
-var reconcileStale = staleTable{
-	record.TypeLookup:       staleLookup,
-	record.TypeLookupResult: recordLookupResult,
-}
-
-// reconcileDeadlines: a compensation's lease, until it passed once.
-var reconcileDeadlines = deadlineTable{
-	record.StatusCompensationRequested: func(a *record.Action) *time.Time {
-		if r := a.Reconciliation; r != nil && r.CompensationTimedOut {
-			return nil
-		}
-		return a.LeaseUntil
-	},
-}
-
-func init() {
-	rules.add(reconcileRules)
-	stale.add(reconcileStale)
-	deadlines.add(reconcileDeadlines)
+// compensationLeaseDeadline is a compensation's deadline: its lease, until
+// it passed once.
+func compensationLeaseDeadline(a *record.Action) *time.Time {
+	if r := a.Reconciliation; r != nil && r.CompensationTimedOut {
+		return nil
+	}
+	return a.LeaseUntil
 }
 
 // lookupResultRows records an answer in every status (late information is
@@ -240,17 +202,6 @@ func compensateAgain(s *step) plan {
 	pl.next.Reconciliation.CompensationTimedOut = false
 	return pl
 }
-
-// OnLookupAnswered registers fn to observe every lookup answer recorded.
-// fn must not block.
-func (l *Ledger) OnLookupAnswered(fn func(answer record.Answer)) { l.lookupAnswered = fn }
-
-// OnTimeoutResolved registers fn to observe every timed-out action that
-// leaves timed_out, and by what: "lookup" (a lookup's answer),
-// "late_result" (the agent's own late outcome) or "operator" (a person's
-// decision). The share resolved without a person is what lookups are for.
-// fn must not block.
-func (l *Ledger) OnTimeoutResolved(fn func(by string)) { l.timeoutResolved = fn }
 
 // resolvedBy names what resolves a timed-out action by the entry that
 // records the change.

@@ -5,7 +5,6 @@ import (
 
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -40,10 +39,6 @@ type Store struct {
 	ex  driver.Executor
 	db  *gorm.DB // reads of configuration records
 	wdb *gorm.DB // writes of configuration records
-
-	// memo holds values kept per store by the packages built on it (the
-	// API keys' authentication cache).
-	memo sync.Map
 }
 
 // Open connects to the database named by rawURL ("postgres://…",
@@ -119,13 +114,3 @@ func (s *Store) Gorm() *gorm.DB { return s.db }
 
 // GormWriter writes configuration records (the single writer on SQLite).
 func (s *Store) GormWriter() *gorm.DB { return s.wdb }
-
-// Memo returns the value kept under key for this store, made by make the
-// first time; for state shared by every service on one store.
-func (s *Store) Memo(key any, make func() any) any {
-	if v, ok := s.memo.Load(key); ok {
-		return v
-	}
-	v, _ := s.memo.LoadOrStore(key, make())
-	return v
-}

@@ -57,7 +57,7 @@ func (d *detailEnv) start(key, effect string, timeout int, params string) string
 func (d *detailEnv) timeOut() {
 	d.t.Helper()
 	time.Sleep(1100 * time.Millisecond)
-	_, err := services.NewLedger(d.st).Sweep(context.Background())
+	_, err := services.NewLedger(d.st, services.LedgerConfig{}).Sweep(context.Background())
 	require.NoError(d.t, err)
 }
 

@@ -28,7 +28,11 @@ type env struct {
 	t   *testing.T
 	srv *httptest.Server
 	st  *services.Store
-	log *bytes.Buffer
+	// keys is the server's key service: a key revoked through it stops
+	// working at once, through another within the authentication cache's
+	// lifetime.
+	keys *accounts.Keys
+	log  *bytes.Buffer
 }
 
 func newEnv(t *testing.T, st *services.Store) *env {
@@ -39,18 +43,21 @@ func newEnv(t *testing.T, st *services.Store) *env {
 func newEnvWith(t *testing.T, st *services.Store, tune func(*accounts.Accounts)) *env {
 	t.Helper()
 	logs := &bytes.Buffer{}
-	ledger := services.NewLedger(st)
 	approvals := policies.New(st)
-	ledger.SetApprover(approvals)
+	metrics := web.NewMetrics(st.CountByStatus)
+	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals, OnGroup: metrics.ObserveGroup,
+		OnApprovalDecided: metrics.ObserveApproval, OnLookupAnswered: metrics.ObserveLookup,
+		OnTimeoutResolved: metrics.ObserveTimeoutResolved})
 	accts := accounts.New(st)
 	if tune != nil {
 		tune(accts)
 	}
-	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accts, Webhooks: webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}), Policies: approvals,
-		Metrics: web.NewMetrics(ledger.CountByStatus), Log: slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))})
+	keys := accounts.NewKeys(st)
+	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: keys, Accounts: accts, Webhooks: webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}), Policies: approvals,
+		Metrics: metrics, Log: slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv, st: st, log: logs}
+	return &env{t: t, srv: srv, st: st, keys: keys, log: logs}
 }
 
 // key creates an API key and returns its secret.
@@ -227,7 +234,7 @@ func TestAuthAndIsolation(t *testing.T) {
 		require.Equal(t, 200, status)
 		require.Empty(t, m["actions"])
 
-		_, err := accounts.NewKeys(st).RevokeKey(context.Background(), agent[:11])
+		_, err := e.keys.RevokeKey(context.Background(), agent[:11])
 		require.NoError(t, err)
 		status, m = e.do("GET", "/v1/actions/"+id, agent, "")
 		require.Equal(t, 401, status)

@@ -61,7 +61,7 @@ func (d *desk) decide(id, decision, reason string) {
 // server's sweeper would once their one-second leases pass.
 func (d *desk) sweepUntil(n int) {
 	d.t.Helper()
-	ledger := services.NewLedger(d.st)
+	ledger := services.NewLedger(d.st, services.LedgerConfig{})
 	deadline := time.Now().Add(5 * time.Second)
 	done := 0
 	for done < n {

@@ -28,10 +28,10 @@ import (
 func FuzzEntriesHandler(f *testing.F) {
 	st := dbtest.Open(f, services.SQLite)
 	logs := &lockedBuffer{}
-	ledger := services.NewLedger(st)
+	ledger := services.NewLedger(st, services.LedgerConfig{})
 	keys := accounts.NewKeys(st)
 	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: keys, Accounts: accounts.New(st),
-		Webhooks: webhooks.New(st, webhooks.AddressPolicy{}), Metrics: web.NewMetrics(ledger.CountByStatus),
+		Webhooks: webhooks.New(st, webhooks.AddressPolicy{}), Metrics: web.NewMetrics(st.CountByStatus),
 		Log: slog.New(slog.NewTextHandler(logs, nil))})
 	_, secret, err := keys.CreateKey(context.Background(), accounts.CreateKeyRequest{Namespace: "fuzz", Name: "fuzzer", Role: services.RoleAgent})
 	require.NoError(f, err)

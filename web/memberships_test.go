@@ -34,7 +34,7 @@ func newTeamsEnv(t *testing.T, st *services.Store) *teamsEnv {
 		te.ids[ns] = m["action"].(map[string]any)["id"].(string)
 	}
 	time.Sleep(1100 * time.Millisecond)
-	n, err := services.NewLedger(st).Sweep(context.Background())
+	n, err := services.NewLedger(st, services.LedgerConfig{}).Sweep(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	for _, ns := range []string{"team-a", "team-b"} {

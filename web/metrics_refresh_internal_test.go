@@ -52,7 +52,7 @@ func TestMetricsScrapesShareOneQueryPerInterval(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
-		ledger := services.NewLedger(st)
+		ledger := services.NewLedger(st, services.LedgerConfig{})
 		keys := accounts.NewKeys(st)
 		_, secret, err := keys.CreateKey(ctx, accounts.CreateKeyRequest{Namespace: "payments", Name: "refund-bot", Role: services.RoleAgent})
 		require.NoError(t, err)
@@ -67,7 +67,7 @@ func TestMetricsScrapesShareOneQueryPerInterval(t *testing.T) {
 		var countQueries, queueQueries atomic.Int64
 		m := NewMetrics(func(ctx context.Context) (map[string]int64, error) {
 			countQueries.Add(1)
-			return ledger.CountByStatus(ctx)
+			return st.CountByStatus(ctx)
 		})
 		m.WatchQueue(func(ctx context.Context) (webhooks.QueueStats, error) {
 			queueQueries.Add(1)
@@ -153,13 +153,12 @@ func BenchmarkMetricsScrape(b *testing.B) {
 			st := dbtest.Open(b, d)
 			_, err := st.Seed(context.Background(), services.SeedRequest{Actions: actions})
 			require.NoError(b, err)
-			ledger := services.NewLedger(st)
 			for _, tc := range []struct {
 				name  string
 				every time.Duration
 			}{{"kept", MetricsRefresh}, {"every-scrape", 0}} {
 				b.Run(tc.name, func(b *testing.B) {
-					m := NewMetrics(ledger.CountByStatus)
+					m := NewMetrics(st.CountByStatus)
 					m.counts.every = tc.every
 					h := m.Handler()
 					req := httptest.NewRequest("GET", "/metrics", nil)
@@ -171,7 +170,7 @@ func BenchmarkMetricsScrape(b *testing.B) {
 				// The database gauges alone, without the Go runtime's and
 				// the process's series the handler also gathers.
 				b.Run(tc.name+"/gauges", func(b *testing.B) {
-					m := NewMetrics(ledger.CountByStatus)
+					m := NewMetrics(st.CountByStatus)
 					m.counts.every = tc.every
 					reg := prometheus.NewRegistry()
 					reg.MustRegister(m)

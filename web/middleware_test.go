@@ -27,9 +27,9 @@ func TestLogsCutClientValues(t *testing.T) {
 	t.Parallel()
 	st := dbtest.Open(t, services.SQLite)
 	logs := &lockedBuffer{} // the server logs after it answered
-	ledger := services.NewLedger(st)
+	ledger := services.NewLedger(st, services.LedgerConfig{})
 	srv := httptest.NewServer(web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st),
-		Webhooks: webhooks.New(st, webhooks.AddressPolicy{}), Metrics: web.NewMetrics(ledger.CountByStatus),
+		Webhooks: webhooks.New(st, webhooks.AddressPolicy{}), Metrics: web.NewMetrics(st.CountByStatus),
 		Log: slog.New(slog.NewTextHandler(logs, nil))}))
 	t.Cleanup(srv.Close)
 	e := &env{t: t, srv: srv, st: st}

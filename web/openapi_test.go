@@ -48,11 +48,10 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 		}
 	}
 	st := dbtest.Open(t, services.SQLite)
-	ledger := services.NewLedger(st)
 	approvals := policies.New(st)
-	ledger.SetApprover(approvals)
+	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals})
 	e := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st), Webhooks: webhooks.New(st, webhooks.AddressPolicy{}), Policies: approvals,
-		Metrics: web.NewMetrics(ledger.CountByStatus), Log: slog.New(slog.DiscardHandler)})
+		Metrics: web.NewMetrics(st.CountByStatus), Log: slog.New(slog.DiscardHandler)})
 	served := []string{}
 	for _, r := range e.Routes() {
 		if r.Method == "echo_route_any" || strings.HasSuffix(r.Path, "/*") || !apiRoute(r.Path) {

@@ -29,12 +29,12 @@ import (
 // in the handler.
 func newH2Env(t *testing.T, st *services.Store) (*env, *http.Client) {
 	t.Helper()
-	ledger := services.NewLedger(st)
 	approvals := policies.New(st)
-	ledger.SetApprover(approvals)
-	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st),
+	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals})
+	keys := accounts.NewKeys(st)
+	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: keys, Accounts: accounts.New(st),
 		Webhooks: webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}), Policies: approvals,
-		Metrics: web.NewMetrics(ledger.CountByStatus), Log: slog.New(slog.DiscardHandler)})
+		Metrics: web.NewMetrics(st.CountByStatus), Log: slog.New(slog.DiscardHandler)})
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config.Protocols = new(http.Protocols)
 	srv.Config.Protocols.SetHTTP1(true)
@@ -44,7 +44,7 @@ func newH2Env(t *testing.T, st *services.Store) (*env, *http.Client) {
 	tr := &http.Transport{Protocols: new(http.Protocols)}
 	tr.Protocols.SetUnencryptedHTTP2(true)
 	t.Cleanup(tr.CloseIdleConnections)
-	return &env{t: t, srv: srv, st: st, log: &bytes.Buffer{}}, &http.Client{Transport: tr}
+	return &env{t: t, srv: srv, st: st, keys: keys, log: &bytes.Buffer{}}, &http.Client{Transport: tr}
 }
 
 // waitOverH2 sends a held intent with Prefer: wait=30 over HTTP/2 and
@@ -89,8 +89,7 @@ func TestH2WaitKeyRevokedStartsNothing(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		e, h2 := newH2Env(t, st)
-		keys := accounts.NewKeys(st)
-		k, agent, err := keys.CreateKey(context.Background(), accounts.CreateKeyRequest{Namespace: "payments", Name: "refund-bot", Role: services.RoleAgent})
+		k, agent, err := e.keys.CreateKey(context.Background(), accounts.CreateKeyRequest{Namespace: "payments", Name: "refund-bot", Role: services.RoleAgent})
 		require.NoError(t, err)
 		other := e.key("payments", "refund-bot-2", services.RoleAgent)
 		e.user("alice@example.com", services.RoleOperator)
@@ -99,7 +98,7 @@ func TestH2WaitKeyRevokedStartsNothing(t *testing.T) {
 		answer := waitOverH2(t, e, h2, agent, "revoked-h2")
 		id := actionID(t, e, alice, "revoked-h2")
 		time.Sleep(100 * time.Millisecond) // waiting
-		_, err = keys.RevokeKey(context.Background(), k.ID)
+		_, err = e.keys.RevokeKey(context.Background(), k.ID)
 		require.NoError(t, err)
 		status, m := e.do("POST", "/v1/actions/"+id+"/decisions", alice, `{"decision":"approve"}`)
 		require.Equal(t, 201, status, "%v", m)

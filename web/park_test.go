@@ -80,8 +80,7 @@ func TestParkedKeyRevokedStartsNothing(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		e := newEnv(t, st)
-		keys := accounts.NewKeys(st)
-		k, agent, err := keys.CreateKey(context.Background(), accounts.CreateKeyRequest{Namespace: "payments", Name: "refund-bot", Role: services.RoleAgent})
+		k, agent, err := e.keys.CreateKey(context.Background(), accounts.CreateKeyRequest{Namespace: "payments", Name: "refund-bot", Role: services.RoleAgent})
 		require.NoError(t, err)
 		other := e.key("payments", "refund-bot-2", services.RoleAgent)
 		e.user("alice@example.com", services.RoleOperator)
@@ -89,7 +88,7 @@ func TestParkedKeyRevokedStartsNothing(t *testing.T) {
 		conn := parkIntent(t, e, agent, "revoked")
 		id := actionID(t, e, alice, "revoked")
 		time.Sleep(100 * time.Millisecond)
-		_, err = keys.RevokeKey(context.Background(), k.ID)
+		_, err = e.keys.RevokeKey(context.Background(), k.ID)
 		require.NoError(t, err)
 		status, m := e.do("POST", "/v1/actions/"+id+"/decisions", alice, `{"decision":"approve"}`)
 		require.Equal(t, 201, status, "%v", m)

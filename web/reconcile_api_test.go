@@ -30,7 +30,7 @@ func TestLookupsOverHTTP(t *testing.T) {
 		start("refund:1")
 		start("refund:2")
 		time.Sleep(1100 * time.Millisecond)
-		n, err := services.NewLedger(st).Sweep(context.Background())
+		n, err := services.NewLedger(st, services.LedgerConfig{}).Sweep(context.Background())
 		require.NoError(t, err)
 		require.Equal(t, 2, n)
 

@@ -62,12 +62,6 @@ type Deps struct {
 // here.
 func New(d Deps) *echo.Echo {
 	e := echo.New()
-	if d.Ledger != nil && d.Metrics != nil {
-		d.Ledger.OnGroup(d.Metrics.ObserveGroup)
-		d.Ledger.OnApprovalDecided(d.Metrics.ObserveApproval)
-		d.Ledger.OnLookupAnswered(d.Metrics.ObserveLookup)
-		d.Ledger.OnTimeoutResolved(d.Metrics.ObserveTimeoutResolved)
-	}
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = clientAddress(d.TrustedProxies)
 	overTLS := servedOverTLS(d.PublicURL)

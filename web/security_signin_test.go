@@ -33,10 +33,10 @@ import (
 func newEnvDeps(t *testing.T, st *services.Store, tune func(*web.Deps)) *env {
 	t.Helper()
 	logs := &bytes.Buffer{}
-	ledger := services.NewLedger(st)
+	ledger := services.NewLedger(st, services.LedgerConfig{})
 	d := web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st),
 		Webhooks: webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}), Policies: policies.New(st),
-		Metrics: web.NewMetrics(ledger.CountByStatus), Log: slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))}
+		Metrics: web.NewMetrics(st.CountByStatus), Log: slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))}
 	tune(&d)
 	srv := httptest.NewServer(web.New(d))
 	t.Cleanup(srv.Close)

@@ -29,9 +29,9 @@ func TestPublicURLSchemeSetsHSTSAndSecureCookies(t *testing.T) {
 		tls    bool
 	}{{"HTTPS://Arbiter.example.com", true}, {"Https://arbiter.example.com/", true}, {"https://arbiter.example.com", true},
 		{"HTTP://arbiter.internal", false}, {"", false}} {
-		ledger := services.NewLedger(st)
+		ledger := services.NewLedger(st, services.LedgerConfig{})
 		h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st),
-			Webhooks: webhooks.New(st, webhooks.AddressPolicy{}), Metrics: web.NewMetrics(ledger.CountByStatus),
+			Webhooks: webhooks.New(st, webhooks.AddressPolicy{}), Metrics: web.NewMetrics(st.CountByStatus),
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil)), PublicURL: c.public,
 			SecureCookies: strings.HasPrefix(c.public, "https://")}) // as the server computed it
 		rec := httptest.NewRecorder()

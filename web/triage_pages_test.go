@@ -62,7 +62,7 @@ func (q *queueEnv) timeOut(key, ref string) string {
 	q.t.Helper()
 	id := q.intent(key, "payments.refund", ref, 1)
 	time.Sleep(1100 * time.Millisecond)
-	n, err := services.NewLedger(q.st).Sweep(context.Background())
+	n, err := services.NewLedger(q.st, services.LedgerConfig{}).Sweep(context.Background())
 	require.NoError(q.t, err)
 	require.Equal(q.t, 1, n)
 	return id

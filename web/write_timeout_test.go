@@ -24,12 +24,11 @@ import (
 func newEnvWriteTimeout(t *testing.T, st *services.Store, d time.Duration) *env {
 	t.Helper()
 	logs := &bytes.Buffer{}
-	ledger := services.NewLedger(st)
 	approvals := policies.New(st)
-	ledger.SetApprover(approvals)
+	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals})
 	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st),
 		Webhooks: webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}), Policies: approvals,
-		Metrics: web.NewMetrics(ledger.CountByStatus), Log: slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil)),
+		Metrics: web.NewMetrics(st.CountByStatus), Log: slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil)),
 		WriteTimeout: d})
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config.WriteTimeout = d

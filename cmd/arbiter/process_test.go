@@ -216,7 +216,7 @@ func TestKill9KeepsAcknowledgedEntries(t *testing.T) {
 			keys := accounts.NewKeys(st)
 			pr, err := keys.Authenticate(context.Background(), key)
 			require.NoError(t, err)
-			l := services.NewLedger(st)
+			l := services.NewLedger(st, services.LedgerConfig{})
 			for k, typ := range acked {
 				a, err := l.ActionByKey(context.Background(), pr, "", k)
 				require.NoError(t, err, k)
@@ -291,10 +291,9 @@ func TestTwoServersTimeOutEachLeaseOnce(t *testing.T) {
 
 func countTimedOut(t *testing.T, st *services.Store) (actions, entries int) {
 	t.Helper()
-	l := services.NewLedger(st)
-	counts, err := l.CountByStatus(context.Background())
+	counts, err := st.CountByStatus(context.Background())
 	require.NoError(t, err)
-	n, err := l.CountEntries(context.Background(), record.TypeTimedOut)
+	n, err := services.NewLedger(st, services.LedgerConfig{}).CountEntries(context.Background(), record.TypeTimedOut)
 	require.NoError(t, err)
 	return int(counts["timed_out"]), n
 }

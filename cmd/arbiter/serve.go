@@ -163,10 +163,7 @@ type server struct {
 // background work. ctx ending is the signal to shut down: event streams
 // close on it.
 func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logger) (*server, error) {
-	ledger := services.NewLedger(st)
-	approvals := policies.New(st)
-	ledger.SetApprover(approvals)
-	metrics := web.NewMetrics(ledger.CountByStatus)
+	metrics := web.NewMetrics(st.CountByStatus)
 	accts := accounts.New(st)
 	accts.IdleTimeout, accts.AbsoluteTimeout = s.SessionIdle, s.SessionAbsolute
 	signOn, err := s.singleSignOn(ctx, st)
@@ -189,9 +186,17 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 		dispatcher.PerEndpoint = s.WebhookConcurrency
 		dispatcher.Workers = max(dispatcher.Workers, 4*s.WebhookConcurrency)
 	}
-	ledger.OnAlert(dispatcher.Wake)
 	hooks.OnQueued(dispatcher.Wake)
 	metrics.WatchQueue(dispatcher.Queue)
+	approvals := policies.New(st)
+	ledger := services.NewLedger(st, services.LedgerConfig{
+		Approver:          approvals,
+		OnAlert:           dispatcher.Wake,
+		OnGroup:           metrics.ObserveGroup,
+		OnApprovalDecided: metrics.ObserveApproval,
+		OnLookupAnswered:  metrics.ObserveLookup,
+		OnTimeoutResolved: metrics.ObserveTimeoutResolved,
+	})
 
 	trusted, err := web.ParseTrustedProxies(s.TrustedProxies)
 	if err != nil {

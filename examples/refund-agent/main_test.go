@@ -26,7 +26,7 @@ import (
 func startArbiter(t *testing.T) (url string, key func(ns, name string, role services.Role) string) {
 	t.Helper()
 	st := dbtest.Open(t, services.SQLite)
-	ledger := services.NewLedger(st)
+	ledger := services.NewLedger(st, services.LedgerConfig{})
 	log := slog.New(slog.DiscardHandler)
 	srv := httptest.NewServer(web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st),
 		Accounts: accounts.New(st), Webhooks: webhooks.New(st, webhooks.AddressPolicy{}),

@@ -27,18 +27,22 @@ const (
 	sessionTouchEvery      = time.Minute
 )
 
-// Accounts manages dashboard users and their sessions.
+// Accounts manages dashboard users and their sessions. A server builds one
+// and shares it: its hashing slots bound the process's password checks.
 type Accounts struct {
 	st              *services.Store
 	now             func() time.Time
 	IdleTimeout     time.Duration
 	AbsoluteTimeout time.Duration
 	hashWait        time.Duration // how long a password check waits for a hashing slot
+	// hashSlots is the semaphore of password hashing (throttle.go).
+	hashSlots chan struct{}
 }
 
 // New returns the account service on st with default timeouts.
 func New(st *services.Store) *Accounts {
-	return &Accounts{st: st, now: services.Now, IdleTimeout: DefaultIdleTimeout, AbsoluteTimeout: DefaultAbsoluteTimeout, hashWait: hashWait}
+	return &Accounts{st: st, now: services.Now, IdleTimeout: DefaultIdleTimeout, AbsoluteTimeout: DefaultAbsoluteTimeout, hashWait: hashWait,
+		hashSlots: make(chan struct{}, hashSlots)}
 }
 
 func normalizeEmail(email string) (string, error) {

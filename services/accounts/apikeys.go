@@ -19,17 +19,15 @@ import (
 // KeyPrefix starts every API key, so leaked keys are easy to recognise.
 const KeyPrefix = "ak_"
 
-// Keys manages namespaces and API keys and authenticates requests.
+// Keys manages namespaces and API keys and authenticates requests. A server
+// builds one and shares it, so that a key revoked through it stops working
+// at once (through another Keys, within authCacheTTL).
 type Keys struct {
 	st    *services.Store
-	cache *authCache
+	cache authCache
 }
 
-// authCacheKey names the store's authCache.
-type authCacheKey struct{}
-
-// authCache remembers authenticated keys per Store, so every Keys on one
-// Store sees a revocation at once.
+// authCache remembers authenticated keys.
 type authCache struct {
 	mu sync.Mutex
 	m  map[[32]byte]cachedKey
@@ -47,8 +45,7 @@ type cachedKey struct {
 
 // NewKeys returns the key service on st.
 func NewKeys(st *services.Store) *Keys {
-	cache := st.Memo(authCacheKey{}, func() any { return &authCache{m: map[[32]byte]cachedKey{}} }).(*authCache)
-	return &Keys{st: st, cache: cache}
+	return &Keys{st: st, cache: authCache{m: map[[32]byte]cachedKey{}}}
 }
 
 // EnsureNamespace creates namespace ns if it does not exist.

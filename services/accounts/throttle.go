@@ -147,17 +147,12 @@ func (a *Accounts) forgive(ctx context.Context, address, email string) error {
 	return services.DBErrorOrNil("accounts: throttle", err)
 }
 
-// hashSlotsKey keys the semaphore of password hashing, one per store (so per
-// process), shared by every Accounts on it.
-type hashSlotsKey struct{}
-
 func (a *Accounts) hashSlot(ctx context.Context) (release func(), err error) {
-	slots := a.st.Memo(hashSlotsKey{}, func() any { return make(chan struct{}, hashSlots) }).(chan struct{})
 	t := time.NewTimer(a.hashWait)
 	defer t.Stop()
 	select {
-	case slots <- struct{}{}:
-		return func() { <-slots }, nil
+	case a.hashSlots <- struct{}{}:
+		return func() { <-a.hashSlots }, nil
 	case <-t.C:
 		return nil, services.Errorf(services.CodeUnavailable, "the server is busy checking other passwords; try again in a moment")
 	case <-ctx.Done():

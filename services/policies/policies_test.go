@@ -32,8 +32,8 @@ type env struct {
 func newEnv(t *testing.T, st *services.Store) *env {
 	t.Helper()
 	ctx := context.Background()
-	e := &env{st: st, pol: policies.New(st), l: services.NewLedger(st), ns: fmt.Sprintf("pol-%d", seq.Add(1))}
-	e.l.SetApprover(e.pol)
+	pol := policies.New(st)
+	e := &env{st: st, pol: pol, l: services.NewLedger(st, services.LedgerConfig{Approver: pol}), ns: fmt.Sprintf("pol-%d", seq.Add(1))}
 	keys := accounts.NewKeys(st)
 	for _, k := range []struct {
 		role services.Role

@@ -53,7 +53,7 @@ func timeBulk(ctx context.Context, st *services.Store, ns string, n, batch, sing
 	if err != nil {
 		return nil, err
 	}
-	ledger := services.NewLedger(st)
+	ledger := services.NewLedger(st, services.LedgerConfig{})
 	if err := recordIntents(ctx, ledger, agent, "bulk", "bench.bulk", n); err != nil {
 		return nil, err
 	}

@@ -77,9 +77,8 @@ func timeSweep(ctx context.Context, st *services.Store, c sweepConfig, profile i
 		}
 		defer hooks.DeleteEndpoint(context.WithoutCancel(ctx), admin, ep.ID)
 	}
-	ledger := services.NewLedger(st)
 	const approvalTool = "bench.sweep.approval"
-	ledger.SetApprover(expiringApprovals{tool: approvalTool})
+	ledger := services.NewLedger(st, services.LedgerConfig{Approver: expiringApprovals{tool: approvalTool}})
 	held := c.n * c.approvalPct / 100
 	start := time.Now()
 	if err := recordIntentsWant(ctx, ledger, p, "sweep", "bench.sweep", c.n-held, record.OutcomeProceed); err != nil {
