@@ -200,7 +200,7 @@ func TestActionsAndDecisionsRoundTrip(t *testing.T) {
 		assert.Equal(t, client.StatusConfirmed, res.Action.Status)
 		assert.Equal(t, "re_9", *res.Action.ExternalRef)
 		assert.Equal(t, "decision", res.Entry.Type)
-		assert.Equal(t, client.Actor{Kind: "operator", Name: "oncall-payments@example.com"}, res.Entry.Actor)
+		assert.Equal(t, client.Actor{Kind: "operator", Name: "oncall-payments@example.com", Via: "api_key:oncall-payments"}, res.Entry.Actor)
 		assert.JSONEq(t, `{"decision":"confirm","reason":"seen in the PSP dashboard","expected_version":1,"external_ref":"re_9","result":{"refund":"re_9"},"via":"api_key:oncall-payments"}`, string(res.Entry.Payload))
 
 		_, err = op.Decide(ctx, a.ID, client.Decision{Decision: client.DecisionAbandon, Reason: "late", ExpectedVersion: client.Ptr(a.Version)})
