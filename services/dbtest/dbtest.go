@@ -36,6 +36,14 @@ func PostgresURL(t testing.TB) string {
 	return postgres(t).create(t, false)
 }
 
+// MigratedPostgresURL creates a fully migrated database for t, a copy of the
+// template Open uses, and returns its URL. The database is dropped when t
+// ends.
+func MigratedPostgresURL(t testing.TB) string {
+	t.Helper()
+	return postgres(t).create(t, true)
+}
+
 // SQLiteURL returns a database URL for a new SQLite file in t's temporary
 // directory.
 func SQLiteURL(t testing.TB) string {
@@ -48,7 +56,7 @@ func Open(t testing.TB, d services.Dialect) *services.Store {
 	t.Helper()
 	var u string
 	if d == services.Postgres {
-		u = postgres(t).create(t, true)
+		u = MigratedPostgresURL(t)
 	} else {
 		b, err := sqliteTemplate()
 		if err != nil {
