@@ -51,12 +51,13 @@ func SQLiteURL(t testing.TB) string {
 }
 
 // Open opens a fresh, fully migrated database of the given dialect for t: a
-// copy of a template migrated once (pool.go).
+// copy of a template migrated once (pool.go), on PostgreSQL perhaps one an
+// earlier test used and that was emptied since (reuse.go).
 func Open(t testing.TB, d services.Dialect) *services.Store {
 	t.Helper()
 	var u string
 	if d == services.Postgres {
-		u = MigratedPostgresURL(t)
+		u = postgres(t).migrated(t)
 	} else {
 		b, err := sqliteTemplate()
 		if err != nil {

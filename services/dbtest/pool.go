@@ -24,11 +24,12 @@ import (
 	"github.com/arbiter-ledger/arbiter/services"
 )
 
-// Migrating a database costs most of a small test's time, so each dialect is
-// migrated once into a template, keyed by a hash of its migrations, and every
-// test gets a copy: a PostgreSQL database made with CREATE DATABASE …
-// TEMPLATE, a SQLite file copied into the test's directory. A copy is the
-// migrated schema exactly, seeded rows included, and belongs to one test.
+// Each dialect is migrated once into a template, keyed by a hash of its
+// migrations, and every test gets a copy: a PostgreSQL database made with
+// CREATE DATABASE … TEMPLATE, a SQLite file copied into the test's directory.
+// A copy is the migrated schema exactly and belongs to one test. On
+// PostgreSQL creating and dropping a database costs more than migrating it,
+// so a copy a test is done with is emptied and handed to the next (reuse.go).
 //
 // The PostgreSQL template is shared by every test binary on the server: the
 // first to need it builds it under a fresh name while holding an advisory
@@ -48,11 +49,17 @@ const templateLock = 0
 var poolName = regexp.MustCompile(`^arbiter_pool_(\d+)_\d+$`)
 
 // pg is this binary's view of the PostgreSQL server: one admin connection
-// pool, the session holding the owner lock, and the template's name.
+// pool, the session holding the owner lock, the template's name, and the
+// migrated copies that finished tests handed back (reuse.go).
 type pg struct {
 	admin    *sql.DB
 	owner    int32
 	template string
+
+	mu     sync.Mutex
+	free   []*copyDB
+	schema sync.Once
+	shape  templateShape
 }
 
 var (

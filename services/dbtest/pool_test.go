@@ -72,3 +72,46 @@ func TestSweepDropsWhatDeadBinariesLeft(t *testing.T) {
 	require.False(t, exists(names[dead]), "left by a binary that died")
 	require.True(t, exists(names[running]), "its binary still runs")
 }
+
+// A copy handed back is emptied and handed out again: the next test gets the
+// same database with no rows and every connection of the last test ended,
+// and a copy whose schema a test changed is dropped, not reused. Not
+// parallel, so that no other test takes the copy in between.
+func TestReusedCopyIsEmpty(t *testing.T) {
+	ctx := context.Background()
+	var name string
+	var leftOpen *services.Store
+	t.Run("writes", func(t *testing.T) {
+		st := Open(t, services.Postgres)
+		require.NoError(t, st.Gorm().Raw("SELECT current_database()").Scan(&name).Error)
+		require.NoError(t, st.GormWriter().Exec(`INSERT INTO namespaces (name, created_at) VALUES ('payments', now());
+			INSERT INTO users (id, email, role, password_hash, created_at, updated_at)
+			VALUES (gen_random_uuid(), 'a@example.com', 'admin', 'x', now(), now())`).Error)
+		var err error
+		leftOpen, err = services.Open(ctx, databaseURL(name))
+		require.NoError(t, err)
+		require.NoError(t, leftOpen.Ping(ctx))
+	})
+	require.NotNil(t, leftOpen)
+	defer leftOpen.Close()
+	t.Run("reuses", func(t *testing.T) {
+		st := Open(t, services.Postgres)
+		var again string
+		require.NoError(t, st.Gorm().Raw("SELECT current_database()").Scan(&again).Error)
+		require.Equal(t, name, again, "the copy is reused")
+		for _, table := range []string{"namespaces", "users"} {
+			var n int
+			require.NoError(t, st.Gorm().Raw("SELECT count(*) FROM "+table).Scan(&n).Error)
+			require.Zero(t, n, table)
+		}
+		require.Error(t, leftOpen.Gorm().Exec("SELECT 1").Error, "the last test's connection was ended")
+		require.NoError(t, st.GormWriter().Exec("CREATE TABLE only_here (id integer)").Error)
+	})
+	t.Run("not reused after a schema change", func(t *testing.T) {
+		st := Open(t, services.Postgres)
+		var again string
+		require.NoError(t, st.Gorm().Raw("SELECT current_database()").Scan(&again).Error)
+		require.NotEqual(t, name, again)
+		require.False(t, st.Gorm().Migrator().HasTable("only_here"))
+	})
+}
