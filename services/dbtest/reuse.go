@@ -151,9 +151,21 @@ func (p *pg) empty(ctx context.Context, c *copyDB) error {
 	defer conn.Close()
 	// Whatever the test left connected (a store it did not close, a child
 	// process) is ended, so nothing it does reaches the next test.
-	if _, err := conn.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE datname = current_database() AND pid <> pg_backend_pid()`); err != nil {
-		return err
+	// Ending is asynchronous; waiting for it frees their advisory locks too.
+	for {
+		var others int
+		if err := conn.QueryRowContext(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&others); err != nil {
+			return err
+		}
+		if others == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 	var fp string
 	if err := conn.QueryRowContext(ctx, schemaFingerprint).Scan(&fp); err != nil {
