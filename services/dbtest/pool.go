@@ -36,15 +36,29 @@ import (
 // lock and renames it into place, so a template that exists is complete.
 //
 // Each test binary holds an advisory lock on an owner number of its own for
-// as long as it runs, and names its databases after it. A database is dropped
-// when its test ends; one left by a process that died is dropped by the next
-// binary to start, which finds its owner's lock free.
+// as long as it runs, and names its databases after it. An empty database
+// (PostgresURL) is dropped when its test ends; the migrated copies are kept
+// for the next test until the binary exits. Whatever a binary leaves (its
+// pooled copies, or anything when it dies) is dropped by the next binary to
+// start, which finds the owner's lock free.
 
-// lockClass is the first key of every advisory lock dbtest takes ("arbi").
+// lockClass is the first key of the owner and template-building locks ("arbi").
 const lockClass = 0x61726269
 
 // templateLock is the second key of the lock held while a template is built.
 const templateLock = 0
+
+// templateClass is the first key of the locks binaries hold, shared, on the
+// template they use; the second is the template's hash. A template of other
+// migrations that no binary holds is dropped by the sweep.
+const templateClass = 0x61726274
+
+var templateName = regexp.MustCompile(`^arbiter_template_([0-9a-f]{16})$`)
+
+func templateKey(hash string) int32 {
+	v, _ := strconv.ParseUint(hash[:8], 16, 32)
+	return int32(uint32(v))
+}
 
 var poolName = regexp.MustCompile(`^arbiter_pool_(\d+)_\d+$`)
 
@@ -53,6 +67,7 @@ var poolName = regexp.MustCompile(`^arbiter_pool_(\d+)_\d+$`)
 // migrated copies that finished tests handed back (reuse.go).
 type pg struct {
 	admin    *sql.DB
+	session  *sql.Conn // holds the owner lock and a shared lock on the template
 	owner    int32
 	template string
 
@@ -105,7 +120,7 @@ func (p *pg) claimOwner(ctx context.Context) error {
 			return err
 		}
 		if ok {
-			p.owner = owner
+			p.owner, p.session = owner, conn
 			return nil // conn is never returned: the lock lives as long as the process
 		}
 	}
@@ -115,7 +130,12 @@ func (p *pg) claimOwner(ctx context.Context) error {
 
 // ensureTemplate builds the migrated template unless another binary has.
 func (p *pg) ensureTemplate(ctx context.Context) error {
-	p.template = "arbiter_template_" + migrationsHash(migrations.Postgres)
+	hash := migrationsHash(migrations.Postgres)
+	p.template = "arbiter_template_" + hash
+	// Held before the template is looked for, so no sweep drops it meanwhile.
+	if _, err := p.session.ExecContext(ctx, "SELECT pg_advisory_lock_shared($1, $2)", templateClass, templateKey(hash)); err != nil {
+		return err
+	}
 	conn, err := p.admin.Conn(ctx)
 	if err != nil {
 		return err
@@ -162,9 +182,10 @@ func (p *pg) ensureTemplate(ctx context.Context) error {
 	return nil
 }
 
-// sweep drops the databases of binaries that are no longer running.
+// sweep drops the databases of binaries that are no longer running, and the
+// templates of other migrations that no running binary uses.
 func (p *pg) sweep(ctx context.Context) {
-	rows, err := p.admin.QueryContext(ctx, "SELECT datname FROM pg_database WHERE datname LIKE 'arbiter_pool_%'")
+	rows, err := p.admin.QueryContext(ctx, "SELECT datname FROM pg_database WHERE datname LIKE 'arbiter_pool_%' OR datname LIKE 'arbiter_template_%'")
 	if err != nil {
 		return
 	}
@@ -182,6 +203,17 @@ func (p *pg) sweep(ctx context.Context) {
 	}
 	defer conn.Close()
 	for _, name := range names {
+		if m := templateName.FindStringSubmatch(name); m != nil && name != p.template {
+			key := templateKey(m[1])
+			var free bool
+			if conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1, $2)", templateClass, key).Scan(&free) != nil || !free {
+				continue
+			}
+			conn.ExecContext(ctx, "ALTER DATABASE "+name+" WITH IS_TEMPLATE false")
+			conn.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name)
+			conn.ExecContext(ctx, "SELECT pg_advisory_unlock($1, $2)", templateClass, key)
+			continue
+		}
 		m := poolName.FindStringSubmatch(name)
 		if m == nil {
 			continue

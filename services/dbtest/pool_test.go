@@ -44,8 +44,8 @@ func TestPostgresURLIsEmpty(t *testing.T) {
 	require.Zero(t, s.Current)
 }
 
-// A database whose owner's lock is free (its binary died) is dropped by the
-// next sweep; one whose owner still runs is kept.
+// A database whose owner's lock is free (its binary exited) is dropped by the
+// next sweep; one whose owner still runs is kept. So is a template in use.
 func TestSweepDropsWhatDeadBinariesLeft(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -63,6 +63,18 @@ func TestSweepDropsWhatDeadBinariesLeft(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { p.admin.Exec("DROP DATABASE IF EXISTS " + names[owner] + " WITH (FORCE)") })
 	}
+	// Templates of other migrations: one no binary uses, one another uses.
+	unused, used := "arbiter_template_d100000000000000", "arbiter_template_d300000000000000"
+	_, err = live.ExecContext(ctx, "SELECT pg_advisory_lock_shared($1, $2)", templateClass, templateKey("d300000000000000"))
+	require.NoError(t, err)
+	for _, name := range []string{unused, used} {
+		_, err := p.admin.ExecContext(ctx, "CREATE DATABASE "+name+" IS_TEMPLATE true")
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			p.admin.Exec("ALTER DATABASE " + name + " WITH IS_TEMPLATE false")
+			p.admin.Exec("DROP DATABASE IF EXISTS " + name)
+		})
+	}
 	p.sweep(ctx)
 	exists := func(name string) bool {
 		var n int
@@ -71,6 +83,9 @@ func TestSweepDropsWhatDeadBinariesLeft(t *testing.T) {
 	}
 	require.False(t, exists(names[dead]), "left by a binary that died")
 	require.True(t, exists(names[running]), "its binary still runs")
+	require.False(t, exists(unused), "a template no binary uses")
+	require.True(t, exists(used), "a template a binary uses")
+	require.True(t, exists(p.template), "this binary's template")
 }
 
 // A copy handed back is emptied and handed out again: the next test gets the
