@@ -1,8 +1,10 @@
 // Package dbtest gives tests real, freshly migrated databases: a SQLite file
 // in the test's temporary directory, and a PostgreSQL database of its own
-// created on the server named by ARBITER_TEST_DATABASE_URL (default
+// on the server named by ARBITER_TEST_DATABASE_URL (default
 // postgres://postgres@127.0.0.1:5432/postgres). Each test gets its own
-// database, so tests run in parallel without sharing state.
+// database, so tests run in parallel without sharing state. Both are copies
+// of a template migrated once, and a PostgreSQL copy a test is done with is
+// emptied for the next (pool.go, reuse.go).
 package dbtest
 
 import (
