@@ -74,12 +74,7 @@ func (p *cutProxy) setCut(cut bool) {
 // acknowledged lost.
 func TestDatabaseOutage(t *testing.T) {
 	t.Parallel()
-	direct := dbtest.PostgresURL(t)
-	migrated, err := services.Open(context.Background(), direct)
-	require.NoError(t, err)
-	_, err = migrated.Migrate(context.Background())
-	require.NoError(t, err)
-	migrated.Close()
+	direct := dbtest.MigratedPostgresURL(t)
 
 	u, _ := url.Parse(direct)
 	proxy := newCutProxy(t, u.Host)

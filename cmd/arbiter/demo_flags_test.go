@@ -15,6 +15,7 @@ import (
 // TestDemoHelpListsOnlyWhatItHonours: the demo always runs on its own SQLite
 // database, so its help must not offer --database-url; serve's help still does.
 func TestDemoHelpListsOnlyWhatItHonours(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(binary, "demo", "--help").CombinedOutput()
 	require.NoError(t, err, string(out))
 	require.NotContains(t, string(out), "--database-url", string(out))

@@ -123,7 +123,7 @@ func TestDemoPopulatesTriage(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Logf("triage populated %s after the start (race-enabled binary): rows %v", populated.Round(time.Millisecond), kinds)
+	t.Logf("triage populated %s after the start (race detector %v): rows %v", populated.Round(time.Millisecond), raceEnabled, kinds)
 	require.Less(t, populated, 10*time.Second)
 	require.GreaterOrEqual(t, kinds["timed_out"], 3, "one crashed worker per effect class with an effect")
 

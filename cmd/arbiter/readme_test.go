@@ -122,6 +122,7 @@ func (b readmeBlock) script(binary, addr, outDir string) string {
 // database, as a reader would in a second terminal, and requires every
 // command to succeed and every output the README shows to hold.
 func TestReadmeSessions(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the README against a server")
 	}

@@ -1,21 +1,18 @@
 // Package dbtest gives tests real, freshly migrated databases: a SQLite file
 // in the test's temporary directory, and a PostgreSQL database of its own
-// created on the server named by ARBITER_TEST_DATABASE_URL (default
+// on the server named by ARBITER_TEST_DATABASE_URL (default
 // postgres://postgres@127.0.0.1:5432/postgres). Each test gets its own
-// database, so tests run in parallel without sharing state.
+// database, so tests run in parallel without sharing state. Both are copies
+// of a template migrated once, and a PostgreSQL copy a test is done with is
+// emptied for the next (pool.go, reuse.go).
 package dbtest
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
@@ -33,37 +30,20 @@ func AdminURL() string {
 	return DefaultPostgresURL
 }
 
-var counter atomic.Int64
-
 // PostgresURL creates an empty database for t and returns its URL. The
 // database is dropped when t ends. A test fails (never skips) when PostgreSQL
 // cannot be reached: `make test` finds or starts one.
 func PostgresURL(t testing.TB) string {
 	t.Helper()
-	admin, err := sql.Open("pgx", AdminURL())
-	if err != nil {
-		t.Fatalf("dbtest: %v", err)
-	}
-	t.Cleanup(func() { admin.Close() })
-	name := fmt.Sprintf("arbiter_test_%d_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9, counter.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("dbtest: create database on %s (set ARBITER_TEST_DATABASE_URL, or run `make test`): %v", AdminURL(), err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Logf("dbtest: drop %s: %v", name, err)
-		}
-	})
-	u, err := url.Parse(AdminURL())
-	if err != nil {
-		t.Fatalf("dbtest: parse ARBITER_TEST_DATABASE_URL: %v", err)
-	}
-	u.Path = "/" + name
-	return u.String()
+	return postgres(t).create(t, false)
+}
+
+// MigratedPostgresURL creates a fully migrated database for t, a copy of the
+// template Open uses, and returns its URL. The database is dropped when t
+// ends.
+func MigratedPostgresURL(t testing.TB) string {
+	t.Helper()
+	return postgres(t).create(t, true)
 }
 
 // SQLiteURL returns a database URL for a new SQLite file in t's temporary
@@ -72,22 +52,39 @@ func SQLiteURL(t testing.TB) string {
 	return "sqlite:" + filepath.Join(t.TempDir(), "arbiter.db")
 }
 
-// Open opens and migrates a fresh database of the given dialect for t.
+// Open opens a fresh, fully migrated database of the given dialect for t: a
+// copy of a template migrated once (pool.go), on PostgreSQL perhaps one an
+// earlier test used and that was emptied since (reuse.go).
 func Open(t testing.TB, d services.Dialect) *services.Store {
 	t.Helper()
-	u := SQLiteURL(t)
+	var u string
 	if d == services.Postgres {
-		u = PostgresURL(t)
+		u = postgres(t).migrated(t)
+	} else {
+		b, err := sqliteTemplate()
+		if err != nil {
+			t.Fatalf("dbtest: migrate the SQLite template: %v", err)
+		}
+		u = SQLiteURL(t)
+		if err := os.WriteFile(strings.TrimPrefix(u, "sqlite:"), b, 0o644); err != nil {
+			t.Fatalf("dbtest: %v", err)
+		}
 	}
 	st, err := services.Open(context.Background(), u)
 	if err != nil {
 		t.Fatalf("dbtest: open %s: %v", d, err)
 	}
 	t.Cleanup(func() { st.Close() })
-	if _, err := st.Migrate(context.Background()); err != nil {
-		t.Fatalf("dbtest: migrate %s: %v", d, err)
-	}
 	return st
+}
+
+func postgres(t testing.TB) *pg {
+	t.Helper()
+	p, err := pgOnce()
+	if err != nil {
+		t.Fatalf("dbtest: PostgreSQL at %s (set ARBITER_TEST_DATABASE_URL, or run `make test`): %v", AdminURL(), err)
+	}
+	return p
 }
 
 // Dialects are the databases every behaviour test runs against.
