@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -59,7 +60,37 @@ type tab struct {
 	reported   map[string]bool
 	audits     int           // axe-core runs
 	auditTime  time.Duration // spent in them
+	seen       int           // pages not audited again: their shape was (auditedShapes)
+	everyPage  bool          // audit every page, even one whose shape was audited
+	shape      string        // of the page last audited
 }
+
+// auditedShapes holds the shape (pageShape) of every page this test binary
+// has audited without a violation. A page of the same shape is not audited
+// again: the SQLite and PostgreSQL runs of a test, and tests that pass
+// through the same pages, show pages that differ only in their data.
+var auditedShapes sync.Map
+
+// pageShape is what axe-core's rules read of a page, without its data: the
+// path, and each element with its attributes (values with ids and numbers
+// made alike, so "entry-7" and an action's id match their kind) and whether
+// it has text of its own. The stylesheets are the same for every page.
+const pageShape = `(function () {
+	function alike(v) { return v.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, "U").replace(/[0-9]+/g, "0"); }
+	var out = [alike(location.pathname)];
+	var all = document.querySelectorAll("*");
+	for (var i = 0; i < all.length; i++) {
+		var e = all[i], s = e.tagName;
+		for (var j = 0; j < e.attributes.length; j++) {
+			s += " " + e.attributes[j].name + "=" + alike(e.attributes[j].value);
+		}
+		for (var n = e.firstChild; n; n = n.nextSibling) {
+			if (n.nodeType === 3 && n.textContent.trim() !== "") { s += " #text"; break; }
+		}
+		out.push(s);
+	}
+	return out.join("\n");
+})()`
 
 // tabTimeout bounds a tab's whole life, audits included: generous, since
 // an axe-core run takes up to a second or two on a loaded 2-core machine.
@@ -163,7 +194,7 @@ func newTab(t *testing.T, javascript bool) *tab {
 		if tb.ctx.Err() == nil && !t.Failed() {
 			tb.audit(t)
 		}
-		t.Logf("axe-core: %d audits, %v", tb.audits, tb.auditTime.Round(time.Millisecond))
+		t.Logf("axe-core: %d audits, %v; %d pages of shapes audited before", tb.audits, tb.auditTime.Round(time.Millisecond), tb.seen)
 		if errs := tb.consoleErrors(); len(errs) > 0 {
 			t.Errorf("the browser reported errors:\n%s", strings.Join(errs, "\n"))
 		}
@@ -213,17 +244,37 @@ func (tb *tab) addError(s string) {
 }
 
 // run performs browser actions and fails the test on error. Before each
-// step, what the tab shows is audited if it changed since the last audit, so
-// every page a test passes through is checked once.
+// step the tab waits for htmx to finish a swap in hand (settled), and what
+// it shows is audited if it changed since the last audit, so every page a
+// test passes through is checked once.
 func (tb *tab) run(t *testing.T, actions ...chromedp.Action) {
 	t.Helper()
 	for _, a := range flatten(actions) {
+		tb.settled()
 		tb.audit(t)
 		if err := chromedp.Run(tb.ctx, a); err != nil {
 			t.Fatalf("browser: %v", err)
 		}
 	}
+	tb.settled()
 	tb.audit(t)
+}
+
+// settled waits, at most two seconds, until htmx has finished the swap in
+// hand. Swapped-in content is visible before htmx has processed its hx-
+// attributes (that happens when the swap settles): a click on a button of a
+// form just swapped in would then submit the form without htmx, as a person
+// clicking within those milliseconds does, and the test would see the page
+// answer instead of the fragment it waits for.
+func (tb *tab) settled() {
+	const busy = `!!document.querySelector('.htmx-added, .htmx-settling, .htmx-swapping')`
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && tb.ctx.Err() == nil; {
+		var swapping bool
+		if err := chromedp.Run(tb.ctx, chromedp.Evaluate(busy, &swapping)); err == nil && !swapping {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // flatten opens chromedp.Tasks so run can audit between their steps.
@@ -298,9 +349,13 @@ func (tb *tab) audit(t *testing.T) {
 		return
 	}
 	start := time.Now()
-	violations, loc, err := tb.axe()
-	tb.audits++
-	tb.auditTime += time.Since(start)
+	violations, loc, shape, err := tb.axe()
+	if shape != "" {
+		tb.seen++ // audited already, in this test or another
+	} else {
+		tb.audits++
+		tb.auditTime += time.Since(start)
+	}
 	tb.mu.Lock()
 	now := tb.views
 	tb.mu.Unlock()
@@ -311,6 +366,9 @@ func (tb *tab) audit(t *testing.T) {
 	if err != nil {
 		t.Errorf("axe-core on %s: %v", loc, err)
 		return
+	}
+	if len(violations) == 0 && shape == "" {
+		tb.rememberShape()
 	}
 	for _, v := range violations {
 		if tb.reported[loc+" "+v.ID] {
@@ -327,17 +385,16 @@ func (tb *tab) audit(t *testing.T) {
 }
 
 // axe waits for the document to load, injects axe-core unless the document
-// has it, and runs it.
-func (tb *tab) axe() ([]axeViolation, string, error) {
+// has it, and runs it. A page whose shape was audited already is not run
+// again: then seen is that shape, and there are no violations to report.
+func (tb *tab) axe() (violations []axeViolation, loc, seen string, err error) {
 	src, err := axeSource()
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
-	var loc string
-	var violations []axeViolation
 	if !tb.javascript {
 		if err := chromedp.Run(tb.ctx, emulation.SetScriptExecutionDisabled(false)); err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
 		defer func() {
 			if err := chromedp.Run(tb.ctx, emulation.SetScriptExecutionDisabled(true)); err != nil {
@@ -362,6 +419,18 @@ func (tb *tab) axe() ([]axeViolation, string, error) {
 		}),
 		chromedp.Location(&loc),
 		chromedp.ActionFunc(func(ctx context.Context) error {
+			var shape string
+			if err := chromedp.Evaluate(pageShape, &shape).Do(ctx); err != nil {
+				return err
+			}
+			tb.shape = shape
+			if _, ok := auditedShapes.Load(shape); ok && !tb.everyPage {
+				seen = shape
+				return errSeen
+			}
+			return nil
+		}),
+		chromedp.ActionFunc(func(ctx context.Context) error {
 			var loaded bool
 			if err := chromedp.Evaluate(`typeof window.axe === "object"`, &loaded).Do(ctx); err != nil || loaded {
 				return err
@@ -373,5 +442,19 @@ func (tb *tab) axe() ([]axeViolation, string, error) {
 			return p.WithAwaitPromise(true)
 		}),
 	)
-	return violations, loc, err
+	if errors.Is(err, errSeen) {
+		return nil, loc, seen, nil
+	}
+	return violations, loc, "", err
+}
+
+// errSeen ends an audit of a page whose shape was audited already.
+var errSeen = errors.New("a page of this shape was audited already")
+
+// rememberShape notes that the page last audited, in the shape it had, met
+// every rule.
+func (tb *tab) rememberShape() {
+	if tb.shape != "" {
+		auditedShapes.Store(tb.shape, true)
+	}
 }
