@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -40,8 +41,10 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// chromiumSlots bounds how many browsers run at once on a small machine.
-var chromiumSlots = make(chan struct{}, 2)
+// chromiumSlots bounds how many browsers run at once: two per core. A
+// browser test mostly waits on its pages, so two per core keep a small
+// machine busy without starving the servers the browsers talk to.
+var chromiumSlots = make(chan struct{}, 2*goruntime.GOMAXPROCS(0))
 
 // tab is one headless browser tab. Console errors, uncaught exceptions and
 // what the browser itself logs as an error (Content-Security-Policy
