@@ -226,7 +226,10 @@ func (p *payments) startLocked() error {
 // call, so there is nothing to wait for.
 func (p *payments) waitBack(t *testing.T) {
 	t.Helper()
-	if p.addr == "" {
+	p.mu.Lock()
+	http := p.addr != ""
+	p.mu.Unlock()
+	if !http {
 		return
 	}
 	eventually(t, "the upstream is back", func() bool {
