@@ -35,3 +35,22 @@ func TestOnlyIntentsCreateActions(t *testing.T) {
 		t.Errorf("a heartbeat for a new key: %+v", pl)
 	}
 }
+
+// TestEveryAgentEntryTypeHasRules: each type an agent may send, and each
+// decision, has rows in the rules table; without one, every entry of a new
+// type would be refused as if its action's status did not allow it.
+func TestEveryAgentEntryTypeHasRules(t *testing.T) {
+	// A note is recorded in every status by ruleTable.transition itself,
+	// before the table is asked.
+	beforeTheTable := map[record.EntryType]bool{record.TypeNote: true}
+	for _, ty := range record.AgentEntryTypes {
+		if len(rules[event(ty)]) == 0 && !beforeTheTable[ty] {
+			t.Errorf("the agent's entry type %q has no rows in the rules table", ty)
+		}
+	}
+	for _, d := range record.Decisions {
+		if len(rules[event(d)]) == 0 {
+			t.Errorf("the decision %q has no rows in the rules table", d)
+		}
+	}
+}
