@@ -3,7 +3,6 @@ package web_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -63,37 +62,7 @@ type tab struct {
 	reported   map[string]bool
 	audits     int           // axe-core runs
 	auditTime  time.Duration // spent in them
-	seen       int           // pages not audited again: their shape was (auditedShapes)
-	everyPage  bool          // audit every page, even one whose shape was audited
-	shape      string        // of the page last audited
 }
-
-// auditedShapes holds the shape (pageShape) of every page this test binary
-// has audited without a violation. A page of the same shape is not audited
-// again: the SQLite and PostgreSQL runs of a test, and tests that pass
-// through the same pages, show pages that differ only in their data.
-var auditedShapes sync.Map
-
-// pageShape is what axe-core's rules read of a page, without its data: the
-// path, and each element with its attributes (values with ids and numbers
-// made alike, so "entry-7" and an action's id match their kind) and whether
-// it has text of its own. The stylesheets are the same for every page.
-const pageShape = `(function () {
-	function alike(v) { return v.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, "U").replace(/[0-9]+/g, "0"); }
-	var out = [alike(location.pathname)];
-	var all = document.querySelectorAll("*");
-	for (var i = 0; i < all.length; i++) {
-		var e = all[i], s = e.tagName;
-		for (var j = 0; j < e.attributes.length; j++) {
-			s += " " + e.attributes[j].name + "=" + alike(e.attributes[j].value);
-		}
-		for (var n = e.firstChild; n; n = n.nextSibling) {
-			if (n.nodeType === 3 && n.textContent.trim() !== "") { s += " #text"; break; }
-		}
-		out.push(s);
-	}
-	return out.join("\n");
-})()`
 
 // tabTimeout bounds a tab's whole life, audits included: generous, since
 // an axe-core run takes up to a second or two on a loaded 2-core machine.
@@ -197,7 +166,7 @@ func newTab(t *testing.T, javascript bool) *tab {
 		if tb.ctx.Err() == nil && !t.Failed() {
 			tb.audit(t)
 		}
-		t.Logf("axe-core: %d audits, %v; %d pages of shapes audited before", tb.audits, tb.auditTime.Round(time.Millisecond), tb.seen)
+		t.Logf("axe-core: %d audits, %v", tb.audits, tb.auditTime.Round(time.Millisecond))
 		if errs := tb.consoleErrors(); len(errs) > 0 {
 			t.Errorf("the browser reported errors:\n%s", strings.Join(errs, "\n"))
 		}
@@ -352,13 +321,9 @@ func (tb *tab) audit(t *testing.T) {
 		return
 	}
 	start := time.Now()
-	violations, loc, shape, err := tb.axe()
-	if shape != "" {
-		tb.seen++ // audited already, in this test or another
-	} else {
-		tb.audits++
-		tb.auditTime += time.Since(start)
-	}
+	violations, loc, err := tb.axe()
+	tb.audits++
+	tb.auditTime += time.Since(start)
 	tb.mu.Lock()
 	now := tb.views
 	tb.mu.Unlock()
@@ -369,9 +334,6 @@ func (tb *tab) audit(t *testing.T) {
 	if err != nil {
 		t.Errorf("axe-core on %s: %v", loc, err)
 		return
-	}
-	if len(violations) == 0 && shape == "" {
-		tb.rememberShape()
 	}
 	for _, v := range violations {
 		if tb.reported[loc+" "+v.ID] {
@@ -388,16 +350,17 @@ func (tb *tab) audit(t *testing.T) {
 }
 
 // axe waits for the document to load, injects axe-core unless the document
-// has it, and runs it. A page whose shape was audited already is not run
-// again: then seen is that shape, and there are no violations to report.
-func (tb *tab) axe() (violations []axeViolation, loc, seen string, err error) {
+// has it, and runs it.
+func (tb *tab) axe() ([]axeViolation, string, error) {
 	src, err := axeSource()
 	if err != nil {
-		return nil, "", "", err
+		return nil, "", err
 	}
+	var loc string
+	var violations []axeViolation
 	if !tb.javascript {
 		if err := chromedp.Run(tb.ctx, emulation.SetScriptExecutionDisabled(false)); err != nil {
-			return nil, "", "", err
+			return nil, "", err
 		}
 		defer func() {
 			if err := chromedp.Run(tb.ctx, emulation.SetScriptExecutionDisabled(true)); err != nil {
@@ -422,18 +385,6 @@ func (tb *tab) axe() (violations []axeViolation, loc, seen string, err error) {
 		}),
 		chromedp.Location(&loc),
 		chromedp.ActionFunc(func(ctx context.Context) error {
-			var shape string
-			if err := chromedp.Evaluate(pageShape, &shape).Do(ctx); err != nil {
-				return err
-			}
-			tb.shape = shape
-			if _, ok := auditedShapes.Load(shape); ok && !tb.everyPage {
-				seen = shape
-				return errSeen
-			}
-			return nil
-		}),
-		chromedp.ActionFunc(func(ctx context.Context) error {
 			var loaded bool
 			if err := chromedp.Evaluate(`typeof window.axe === "object"`, &loaded).Do(ctx); err != nil || loaded {
 				return err
@@ -445,19 +396,5 @@ func (tb *tab) axe() (violations []axeViolation, loc, seen string, err error) {
 			return p.WithAwaitPromise(true)
 		}),
 	)
-	if errors.Is(err, errSeen) {
-		return nil, loc, seen, nil
-	}
-	return violations, loc, "", err
-}
-
-// errSeen ends an audit of a page whose shape was audited already.
-var errSeen = errors.New("a page of this shape was audited already")
-
-// rememberShape notes that the page last audited, in the shape it had, met
-// every rule.
-func (tb *tab) rememberShape() {
-	if tb.shape != "" {
-		auditedShapes.Store(tb.shape, true)
-	}
+	return violations, loc, err
 }
