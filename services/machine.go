@@ -582,3 +582,12 @@ func nullIfEmpty(raw json.RawMessage) json.RawMessage {
 	}
 	return raw
 }
+
+// AgentActsAfterDecision lists the statuses a decision can leave an action
+// in from which the agent's next intent for the key acts: runs an attempt
+// (proceed) or the compensation (compensate). What the CLI tells a person
+// after a decision follows it (`nextAfter` in cmd/arbiter/decide.go), and
+// TestAgentActsAfterDecisionFollowsTheRules holds it to the rules table.
+var AgentActsAfterDecision = []record.Status{
+	record.StatusRetryRequested, record.StatusCompensationRequested, record.StatusApproved,
+}

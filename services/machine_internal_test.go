@@ -2,6 +2,7 @@ package services
 
 import (
 	"testing"
+	"time"
 
 	"github.com/arbiter-ledger/arbiter/services/record"
 )
@@ -51,6 +52,48 @@ func TestEveryAgentEntryTypeHasRules(t *testing.T) {
 	for _, d := range record.Decisions {
 		if len(rules[event(d)]) == 0 {
 			t.Errorf("the decision %q has no rows in the rules table", d)
+		}
+	}
+}
+
+// TestAgentActsAfterDecisionFollowsTheRules: every status a decision leads
+// to and from which an intent is answered proceed or compensate is in
+// AgentActsAfterDecision, and nothing else is. Each decision row is run on
+// an action in its status, then the intent row of the status it left.
+func TestAgentActsAfterDecisionFollowsTheRules(t *testing.T) {
+	now := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	timeout, tool := 60.0, "payments.refund"
+	acts := map[record.Status]bool{}
+	for _, d := range record.Decisions {
+		for from, r := range rules[event(d)] {
+			a := &record.Action{ID: "a", Namespace: "ns", Key: "k", Status: from, Attempt: 1, Version: 1,
+				Approval: &record.Approval{Required: 1, ExpiresAt: now.Add(time.Hour)}}
+			pl := r(&step{now: now, ns: "ns", act: a, actor: record.Actor{Kind: record.ActorOperator, Name: "alice"},
+				identity: "user:alice", dec: &DecisionInput{Decision: d, Reason: "asking", AcknowledgeDuplicateRisk: true}})
+			if pl.err != nil || pl.next == nil {
+				continue
+			}
+			to := pl.next.Status
+			intent, ok := rules[evIntent][to]
+			if !ok {
+				continue
+			}
+			answer := intent(&step{now: now, ns: "ns", act: pl.next, in: &EntryInput{Key: "k", Type: record.TypeIntent, Tool: &tool, Timeout: &timeout}})
+			if answer.outcome == record.OutcomeProceed || answer.outcome == record.OutcomeCompensate {
+				acts[to] = true
+			}
+		}
+	}
+	listed := map[record.Status]bool{}
+	for _, s := range AgentActsAfterDecision {
+		listed[s] = true
+		if !acts[s] {
+			t.Errorf("AgentActsAfterDecision lists %s, but no decision leads to it with an intent that acts", s)
+		}
+	}
+	for s := range acts {
+		if !listed[s] {
+			t.Errorf("a decision leads to %s, where the agent's next intent acts, but AgentActsAfterDecision leaves it out", s)
 		}
 	}
 }

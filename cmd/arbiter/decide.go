@@ -100,13 +100,17 @@ func (d *decideCmd) Run(ctx context.Context, log *slog.Logger) error {
 	return nil
 }
 
-// nextAfter says what happens now that the decision is recorded.
+// nextAfter says what happens now that the decision is recorded: for each
+// status of services.AgentActsAfterDecision, what the agent does next
+// (TestNextAfterEveryStatusTheAgentActsIn).
 func nextAfter(a *client.Action) string {
 	switch a.Status {
 	case client.StatusRetryRequested:
 		return fmt.Sprintf("the agent's next intent for the key (or its worker) runs attempt %d with the same key", a.Attempt+1)
 	case client.StatusCompensationRequested:
 		return "the agent's next intent for the key (or its worker) undoes the effect and reports compensated"
+	case client.StatusApproved:
+		return "the agent waiting on the key proceeds now, or its next intent for the key runs attempt 1"
 	}
 	return ""
 }

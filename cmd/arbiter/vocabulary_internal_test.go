@@ -3,13 +3,32 @@ package main
 import (
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/arbiter-ledger/arbiter/client"
+	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/record"
 )
+
+// TestNextAfterEveryStatusTheAgentActsIn: after a decision, decide tells
+// the person what the agent does next for every status in which the agent's
+// next intent acts (services.AgentActsAfterDecision, held to the rules
+// table), and says nothing for the others.
+func TestNextAfterEveryStatusTheAgentActsIn(t *testing.T) {
+	t.Parallel()
+	for _, s := range record.Statuses {
+		next := nextAfter(&client.Action{Status: s, Attempt: 1})
+		if slices.Contains(services.AgentActsAfterDecision, s) {
+			require.NotEmpty(t, next, "decide says nothing of what the agent does after a decision leaves an action %s", s)
+		} else {
+			require.Empty(t, next, "decide tells of a next step after %s, where the agent's intent does not act", s)
+		}
+	}
+}
 
 // TestVocabularyDecisions: the CLI accepts exactly the ledger's decisions,
 // and decide's help names each of them.
