@@ -1050,11 +1050,23 @@ func conflictDecision(p entryPayload) templ.Component {
 }
 
 func decisionButton(d string) string {
-	switch record.Decision(d) {
-	case record.DecisionAbandon, record.DecisionCompensate, record.DecisionReject:
+	if decisionDanger[record.Decision(d)] {
 		return "danger"
 	}
 	return "primary"
+}
+
+// decisionDanger says, for every decision, whether its button is a danger
+// button: one that ends the action or undoes its effect. Each decision is
+// listed on purpose (TestEveryDecisionIsClassedForItsButton).
+var decisionDanger = map[record.Decision]bool{
+	record.DecisionConfirm:         false,
+	record.DecisionRetry:           false,
+	record.DecisionCompensate:      true,
+	record.DecisionMarkCompensated: false,
+	record.DecisionAbandon:         true,
+	record.DecisionApprove:         false,
+	record.DecisionReject:          true,
 }
 
 // formValue refills a field only in the form that was submitted.

@@ -145,3 +145,18 @@ func TestTriageWaitingListIsTheQueuesStatuses(t *testing.T) {
 		t.Errorf("the link lists %v; the queue waits on %v", got, want)
 	}
 }
+
+// TestEveryDecisionIsClassedForItsButton: each decision says whether its
+// button is a danger button, so a new decision that ends an action or
+// undoes an effect cannot look like a harmless one by default.
+func TestEveryDecisionIsClassedForItsButton(t *testing.T) {
+	t.Parallel()
+	for _, d := range record.Decisions {
+		if _, ok := decisionDanger[d]; !ok {
+			t.Errorf("decision %s is not in decisionDanger (views/decision_panel.templ): say whether its button is a danger button", d)
+		}
+	}
+	if len(decisionDanger) != len(record.Decisions) {
+		t.Errorf("decisionDanger has %d decisions; record.Decisions has %d", len(decisionDanger), len(record.Decisions))
+	}
+}
