@@ -61,3 +61,20 @@ func TestReadmeNamesEveryDecision(t *testing.T) {
 		require.Contains(t, row, "`"+string(d)+"`", "the README's row names the decision %q", d)
 	}
 }
+
+// TestReadmeNamesEveryAlert: the README's paragraph on webhook events names
+// every alert an endpoint can subscribe to.
+func TestReadmeNamesEveryAlert(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	text := string(raw)
+	start := strings.Index(text, "on rotation. Events: ")
+	require.GreaterOrEqual(t, start, 0, "README.md lists the webhook events after \"on rotation. Events: \"")
+	end := strings.Index(text[start:], "\n\n")
+	require.Greater(t, end, 0)
+	list := text[start : start+end]
+	for _, e := range record.EventTypes {
+		require.Contains(t, list, "`"+string(e)+"`", "the README's list of webhook events names %q", e)
+	}
+}
