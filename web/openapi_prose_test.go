@@ -36,7 +36,7 @@ func firstCells(text string) map[string]bool {
 func TestOpenAPIProseTablesNameTheVocabulary(t *testing.T) {
 	t.Parallel()
 	var doc struct {
-		Paths map[string]map[string]json.RawMessage `json:"paths"`
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
 		Components struct {
 			Schemas map[string]struct {
 				Description string `json:"description"`
