@@ -56,32 +56,16 @@ func TestOpenAPIProseTablesNameTheVocabulary(t *testing.T) {
 		require.NotEmpty(t, d, "schema %s has a description", name)
 		return d
 	}
-	decisions := make([]string, len(record.Decisions))
-	for i, d := range record.Decisions {
-		decisions[i] = string(d)
-	}
-	entryTypes := make([]string, len(record.EntryTypes))
-	for i, ty := range record.EntryTypes {
-		entryTypes[i] = string(ty)
-	}
-	outcomes := make([]string, len(record.Outcomes))
-	for i, o := range record.Outcomes {
-		outcomes[i] = string(o)
-	}
-	events := make([]string, len(record.EventTypes))
-	for i, e := range record.EventTypes {
-		events[i] = string(e)
-	}
 	tables := []struct {
 		where  string
 		text   string
 		values []string
 	}{
-		{"POST /v1/actions/{id}/decisions", operation("/v1/actions/{id}/decisions", "post"), decisions},
-		{"DecisionInput", schema("DecisionInput"), decisions},
-		{"Entry", schema("Entry"), entryTypes},
-		{"EntryResult", schema("EntryResult"), outcomes},
-		{"WebhookEventType", schema("WebhookEventType"), events},
+		{"POST /v1/actions/{id}/decisions", operation("/v1/actions/{id}/decisions", "post"), spelled(record.Decisions)},
+		{"DecisionInput", schema("DecisionInput"), spelled(record.Decisions)},
+		{"Entry", schema("Entry"), spelled(record.EntryTypes)},
+		{"EntryResult", schema("EntryResult"), spelled(record.Outcomes)},
+		{"WebhookEventType", schema("WebhookEventType"), spelled(record.EventTypes)},
 	}
 	for _, tb := range tables {
 		rows := firstCells(tb.text)
@@ -91,4 +75,13 @@ func TestOpenAPIProseTablesNameTheVocabulary(t *testing.T) {
 			}
 		}
 	}
+}
+
+// spelled returns the values of one of record's lists as strings.
+func spelled[T ~string](values []T) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
 }
