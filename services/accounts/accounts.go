@@ -34,14 +34,16 @@ type Accounts struct {
 	now             func() time.Time
 	IdleTimeout     time.Duration
 	AbsoluteTimeout time.Duration
-	hashWait        time.Duration // how long a password check waits for a hashing slot
+	// HashWait is how long a password check waits for a hashing slot
+	// before the server answers that it is busy.
+	HashWait time.Duration
 	// hashSlots is the semaphore of password hashing (throttle.go).
 	hashSlots chan struct{}
 }
 
 // New returns the account service on st with default timeouts.
 func New(st *services.Store) *Accounts {
-	return &Accounts{st: st, now: services.Now, IdleTimeout: DefaultIdleTimeout, AbsoluteTimeout: DefaultAbsoluteTimeout, hashWait: hashWait,
+	return &Accounts{st: st, now: services.Now, IdleTimeout: DefaultIdleTimeout, AbsoluteTimeout: DefaultAbsoluteTimeout, HashWait: hashWait,
 		hashSlots: make(chan struct{}, hashSlots)}
 }
 

@@ -38,8 +38,8 @@ const (
 )
 
 // Password hashing is memory-hard (argon2id, 19 MiB each), so only a few
-// run at once; an attempt waits a moment for a slot (Accounts.hashWait, this
-// long unless a test says) and is then told the server is busy.
+// run at once; an attempt waits a moment for a slot (Accounts.HashWait, this
+// long unless set otherwise) and is then told the server is busy.
 const (
 	hashSlots = 4
 	hashWait  = 5 * time.Second
@@ -148,7 +148,7 @@ func (a *Accounts) forgive(ctx context.Context, address, email string) error {
 }
 
 func (a *Accounts) hashSlot(ctx context.Context) (release func(), err error) {
-	t := time.NewTimer(a.hashWait)
+	t := time.NewTimer(a.HashWait)
 	defer t.Stop()
 	select {
 	case a.hashSlots <- struct{}{}:

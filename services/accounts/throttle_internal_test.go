@@ -15,12 +15,12 @@ import (
 
 // Finding 2 of the security review, the memory side: every argon2id check
 // takes 19 MiB and any number ran at once. At most hashSlots run; a check
-// that finds none free within hashWait is told the server is busy.
+// that finds none free within HashWait is told the server is busy.
 func TestSecurityPasswordHashingIsCapped(t *testing.T) {
 	t.Parallel()
 	st := dbtest.Open(t, services.SQLite)
 	a := New(st)
-	a.hashWait = 200 * time.Millisecond
+	a.HashWait = 200 * time.Millisecond
 	ctx := context.Background()
 	_, err := a.CreateUser(ctx, "ops@example.com", services.RoleOperator, "correct horse battery")
 	require.NoError(t, err)
