@@ -57,8 +57,8 @@ func (e *env) startServer() *httptest.Server {
 	approvals := policies.New(st)
 	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals})
 	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st),
-		Accounts: accounts.New(st), Webhooks: webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}),
-		Policies: approvals, Metrics: web.NewMetrics(nil), Log: slog.New(slog.DiscardHandler)})
+		Accounts: accounts.New(st), Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}),
+		Policies: approvals, Metrics: web.NewMetrics(nil, nil), Log: slog.New(slog.DiscardHandler)})
 	return httptest.NewServer(h)
 }
 

@@ -80,8 +80,8 @@ func startArbiter(t testing.TB, st *services.Store) *arbiter {
 	approvals := policies.New(st)
 	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals})
 	srv := httptest.NewServer(web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st),
-		Webhooks: webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}), Policies: approvals,
-		Metrics: web.NewMetrics(nil), Log: slog.New(slog.DiscardHandler)}))
+		Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}), Policies: approvals,
+		Metrics: web.NewMetrics(nil, nil), Log: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(srv.Close)
 	return &arbiter{t: t, st: st, ledger: ledger, url: srv.URL}
 }

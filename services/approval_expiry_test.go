@@ -11,6 +11,7 @@ import (
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
 	"github.com/arbiter-ledger/arbiter/services/record"
+	"github.com/arbiter-ledger/arbiter/services/webhooks/webhookstest"
 )
 
 // Time is checked when it matters: once an approval's expires_at has
@@ -60,7 +61,7 @@ func TestApprovalExpiryWithoutTheSweeper(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				e := newHookEnv(t, st)
-				e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/", Events: []record.EventType{record.EventApprovalExpired}})
+				e.endpoint(t, webhookstest.EndpointOpts{URL: "http://127.0.0.1:9/", Events: []record.EventType{record.EventApprovalExpired}})
 				f := e.fixture
 				res := submit(t, f.l, f.agent, intentApproval)
 				require.Equal(t, record.OutcomePendingApproval, res.Outcome)

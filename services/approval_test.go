@@ -11,6 +11,7 @@ import (
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
 	"github.com/arbiter-ledger/arbiter/services/record"
+	"github.com/arbiter-ledger/arbiter/services/webhooks/webhookstest"
 )
 
 // Approval before execution: SPEC's approval table, row by row, on both
@@ -51,7 +52,7 @@ func TestApprovalTable(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
-		e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/", Events: []record.EventType{record.EventApprovalRequested,
+		e.endpoint(t, webhookstest.EndpointOpts{URL: "http://127.0.0.1:9/", Events: []record.EventType{record.EventApprovalRequested,
 			record.EventApproved, record.EventDecided}})
 		f := e.fixture
 

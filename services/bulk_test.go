@@ -15,6 +15,7 @@ import (
 	"github.com/arbiter-ledger/arbiter/services/driver"
 	"github.com/arbiter-ledger/arbiter/services/record"
 	"github.com/arbiter-ledger/arbiter/services/webhooks"
+	"github.com/arbiter-ledger/arbiter/services/webhooks/webhookstest"
 )
 
 // bulkDesk is a namespace with timed-out refunds and a few other actions,
@@ -80,7 +81,7 @@ func written(t *testing.T, st *services.Store) [2]int {
 func subscribe(t *testing.T, st *services.Store) {
 	t.Helper()
 	url, events := "http://127.0.0.1:9/", []record.EventType{record.EventDecided, record.EventTimedOut}
-	_, err := webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}).CreateEndpoint(context.Background(), admin(),
+	_, err := webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}).CreateEndpoint(context.Background(), webhookstest.Admin(),
 		webhooks.EndpointInput{URL: &url, EventTypes: &events})
 	require.NoError(t, err)
 }

@@ -10,10 +10,6 @@ import (
 	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
-// SetClock replaces the ledger's clock, so tests move time instead of
-// sleeping. Call it before the ledger is used.
-func (l *Ledger) SetClock(now func() time.Time) { l.now = now }
-
 // CountEntries counts entries straight from the table, for tests that check
 // what was written where no principal can look, e.g. after retention pruned
 // the action. An empty actionID or typ matches every action or type.

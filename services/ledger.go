@@ -79,12 +79,18 @@ type LedgerConfig struct {
 	// (the agent's own late outcome) or "operator" (a person's decision).
 	// The share resolved without a person is what lookups are for.
 	OnTimeoutResolved func(by string)
+	// Now is the ledger's clock (nil: Now); tests move a clock of their own
+	// instead of sleeping.
+	Now func() time.Time
 }
 
 // NewLedger returns a ledger on st, built with cfg.
 func NewLedger(st *Store, cfg LedgerConfig) *Ledger {
 	c := st.drv.Concurrency()
-	l := &Ledger{st: st, now: Now, rules: rules, deadlines: deadlines, singleWriter: c.SingleWriter,
+	if cfg.Now == nil {
+		cfg.Now = Now
+	}
+	l := &Ledger{st: st, now: cfg.Now, rules: rules, deadlines: deadlines, singleWriter: c.SingleWriter,
 		approver: cfg.Approver, alerted: cfg.OnAlert, grouped: cfg.OnGroup, approvalDecided: cfg.OnApprovalDecided,
 		lookupAnswered: cfg.OnLookupAnswered, timeoutResolved: cfg.OnTimeoutResolved}
 	l.waiting.left = func(ctx context.Context, ids []string) ([]string, error) {

@@ -102,9 +102,10 @@ func newLedger(st *services.Store, o LedgerOpts) (*services.Ledger, *clock) {
 	if o.Clock == nil {
 		o.Clock = newClock()
 	}
-	l := services.NewLedger(st, o.Config)
-	l.SetClock(o.Clock.Now)
-	return l, o.Clock
+	if o.Config.Now == nil {
+		o.Config.Now = o.Clock.Now
+	}
+	return services.NewLedger(st, o.Config), o.Clock
 }
 
 // fixture is one namespace with an agent and an operator key, and a ledger

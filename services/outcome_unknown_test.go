@@ -10,6 +10,7 @@ import (
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
 	"github.com/arbiter-ledger/arbiter/services/record"
+	"github.com/arbiter-ledger/arbiter/services/webhooks/webhookstest"
 )
 
 // outcome_unknown: the agent says it cannot tell whether the effect
@@ -81,7 +82,7 @@ func TestOutcomeUnknownKeepsTheErrorAndAlerts(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
-		ep := e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/", Events: actionEvents})
+		ep := e.endpoint(t, webhookstest.EndpointOpts{URL: "http://127.0.0.1:9/", Events: actionEvents})
 		res := submitAll(t, e.l, e.agent, intentK, unknown1)
 		require.Equal(t, record.OutcomeRecorded, res[1].Outcome, "%+v", res[1].Error)
 		require.Nil(t, res[1].Error)

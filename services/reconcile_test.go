@@ -11,6 +11,7 @@ import (
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
 	"github.com/arbiter-ledger/arbiter/services/record"
+	"github.com/arbiter-ledger/arbiter/services/webhooks/webhookstest"
 )
 
 // Look before you resend and the compensation lease, from the agent's
@@ -348,8 +349,8 @@ func TestReconciledAlerts(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
-		rcv := newReceiver(t)
-		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL, Events: []record.EventType{record.EventReconciled, record.EventTimedOut}})
+		rcv := webhookstest.NewReceiver(t)
+		ep := e.endpoint(t, webhookstest.EndpointOpts{URL: rcv.URL, Events: []record.EventType{record.EventReconciled, record.EventTimedOut}})
 		e.timeOut(t, "found")
 		e.timeOut(t, "unsure")
 		res := submitAll(t, e.l, e.agent,
@@ -372,10 +373,10 @@ func TestReconciledAlerts(t *testing.T) {
 			"undo":   {record.EventTimedOut},
 		}, e.alertsByKey(t, ep.ID))
 
-		startDispatcher(t, st, DispatcherOpts{})
+		webhookstest.StartDispatcher(t, st, webhookstest.DispatcherOpts{})
 		byEntry := map[record.EntryType]*services.MessageBody{}
-		for _, r := range rcv.waitRequests(t, 5) {
-			m := messageOf(t, r)
+		for _, r := range rcv.WaitRequests(t, 5) {
+			m := webhookstest.MessageOf(t, r)
 			byEntry[m.Data.Entry.Type] = &m
 		}
 		found := byEntry[record.TypeReconciled]

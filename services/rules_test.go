@@ -10,6 +10,7 @@ import (
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
 	"github.com/arbiter-ledger/arbiter/services/record"
+	"github.com/arbiter-ledger/arbiter/services/webhooks/webhookstest"
 )
 
 // The rules table decides every change: these tests give a ledger a row of
@@ -37,7 +38,7 @@ func TestFirstIntentIsDecidedByTheRulesTable(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
-		e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/", Events: []record.EventType{record.EventKeyReused}})
+		e.endpoint(t, webhookstest.EndpointOpts{URL: "http://127.0.0.1:9/", Events: []record.EventType{record.EventKeyReused}})
 		e.l.WithRules(holdFirstIntents)
 
 		// A single entry: the group commit's insert of new actions.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/arbiter-ledger/arbiter/services/webhooks"
+	"github.com/arbiter-ledger/arbiter/services/webhooks/webhookstest"
 
 	"github.com/stretchr/testify/require"
 
@@ -362,7 +363,7 @@ func TestPruneWebhookMessages(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		url := "http://127.0.0.1:9/hook"
-		_, err := webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}).CreateEndpoint(ctx, admin(),
+		_, err := webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}).CreateEndpoint(ctx, webhookstest.Admin(),
 			webhooks.EndpointInput{URL: &url, EventTypes: &[]record.EventType{record.EventTimedOut}})
 		require.NoError(t, err)
 		f := newFixture(t, st, FixtureOpts{})
@@ -409,7 +410,7 @@ func TestSweepBatchSkipsActionsChangedSinceRead(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
-		ep := e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/hook"})
+		ep := e.endpoint(t, webhookstest.EndpointOpts{URL: "http://127.0.0.1:9/hook"})
 		const n = 12
 		keys := make([]string, n)
 		for i := range keys {
@@ -495,7 +496,7 @@ func TestSweepTwoLedgersManyLeases(t *testing.T) {
 		ctx := context.Background()
 		c := newClock()
 		e := newHookEnv(t, st)
-		e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/hook"})
+		e.endpoint(t, webhookstest.EndpointOpts{URL: "http://127.0.0.1:9/hook"})
 		f := newFixture(t, st, FixtureOpts{Clock: c})
 		seedLeases(t, f, "exp", expired, 60)
 		seedLeases(t, f, "live", 10, 3600)

@@ -14,10 +14,50 @@ import (
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
 	"github.com/arbiter-ledger/arbiter/services/record"
+	"github.com/arbiter-ledger/arbiter/services/webhooks"
+	"github.com/arbiter-ledger/arbiter/services/webhooks/webhookstest"
 )
 
 // The outbox: which ledger changes alert, to whom, and that an alert exists
-// exactly when its change committed.
+// exactly when its change committed. Delivering what it holds is the
+// webhook suite's (services/webhooks).
+
+// hookEnv is a fixture with the webhook service beside its ledger.
+type hookEnv struct {
+	*fixture
+	hooks *webhooks.Webhooks
+}
+
+func newHookEnv(t *testing.T, st *services.Store) *hookEnv {
+	t.Helper()
+	return &hookEnv{fixture: newFixture(t, st, FixtureOpts{}),
+		hooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}})}
+}
+
+func (e *hookEnv) endpoint(t *testing.T, o webhookstest.EndpointOpts) *webhooks.Endpoint {
+	t.Helper()
+	return webhookstest.Endpoint(t, e.hooks, o)
+}
+
+func (e *hookEnv) deliveries(t *testing.T, endpointID string) []*webhooks.Delivery {
+	t.Helper()
+	return webhookstest.Deliveries(t, e.hooks, endpointID)
+}
+
+// timeOut records an intent for key with a one-second lease, lets it pass
+// and sweeps, which alerts action.timed_out.
+func (e *hookEnv) timeOut(t *testing.T, key string) *record.Action {
+	t.Helper()
+	res := submit(t, e.l, e.agent, intent(IntentOpts{Key: key, Timeout: 1}))
+	require.Equal(t, record.OutcomeProceed, res.Outcome)
+	e.clock.Advance(2 * time.Second)
+	_, err := e.l.Sweep(context.Background())
+	require.NoError(t, err)
+	a, err := e.l.ActionByKey(context.Background(), e.agent, "", key)
+	require.NoError(t, err)
+	require.Equal(t, record.StatusTimedOut, a.Status)
+	return a
+}
 
 // actionEvents are every event an action's change can alert.
 var actionEvents = []record.EventType{record.EventTimedOut, record.EventDecided, record.EventKeyReused,
@@ -30,7 +70,7 @@ func (e *hookEnv) alertsByKey(t *testing.T, endpointID string) map[string][]reco
 	out := map[string][]record.EventType{}
 	for _, d := range e.deliveries(t, endpointID) {
 		require.NotNil(t, d.ActionID)
-		a, err := e.l.Action(context.Background(), admin(), *d.ActionID)
+		a, err := e.l.Action(context.Background(), webhookstest.Admin(), *d.ActionID)
 		require.NoError(t, err)
 		out[a.Key] = append(out[a.Key], record.EventType(d.EventType))
 	}
@@ -54,7 +94,7 @@ func TestAlertEvents(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		e := newHookEnv(t, st)
-		ep := e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/", Events: actionEvents})
+		ep := e.endpoint(t, webhookstest.EndpointOpts{URL: "http://127.0.0.1:9/", Events: actionEvents})
 		agentSays := func(key string, outcome record.Outcome, raws ...string) {
 			t.Helper()
 			res := submitAll(t, e.l, e.agent, raws...)
@@ -112,17 +152,17 @@ func TestDecidedCarriesTheDecision(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
-		rcv := newReceiver(t)
-		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL, Events: []record.EventType{record.EventDecided}})
+		rcv := webhookstest.NewReceiver(t)
+		ep := e.endpoint(t, webhookstest.EndpointOpts{URL: rcv.URL, Events: []record.EventType{record.EventDecided}})
 		a := e.timeOut(t, "k")
 		_, _, err := e.l.Decide(ctx, e.operator, a.ID, services.DecisionInput{Decision: "retry",
 			Reason: "No refund in the PSP for order 8812."})
 		require.NoError(t, err)
-		startDispatcher(t, st, DispatcherOpts{})
+		webhookstest.StartDispatcher(t, st, webhookstest.DispatcherOpts{})
 
-		r := rcv.waitRequests(t, 1)[0]
-		require.NoError(t, verify(ep.Secret, r))
-		m := messageOf(t, r)
+		r := rcv.WaitRequests(t, 1)[0]
+		require.NoError(t, webhookstest.Verify(ep.Secret, r))
+		m := webhookstest.MessageOf(t, r)
 		require.Equal(t, record.EventDecided, m.Type)
 		require.Equal(t, &services.DecisionInfo{Decision: "retry", Reason: "No refund in the PSP for order 8812.",
 			Operator: "alice@example.com"}, m.Data.Decision)
@@ -144,10 +184,10 @@ func TestSubscriptions(t *testing.T) {
 		x := newHookEnv(t, st)
 		y := &hookEnv{fixture: newFixture(t, st, FixtureOpts{}), hooks: x.hooks}
 		url := "http://127.0.0.1:9/"
-		failedInX := x.endpoint(t, EndpointOpts{URL: url, Events: []record.EventType{record.EventFailed}, Namespaces: []string{x.ns}})
-		timedOutAnywhere := x.endpoint(t, EndpointOpts{URL: url, Events: []record.EventType{record.EventTimedOut}})
-		bothInY := x.endpoint(t, EndpointOpts{URL: url, Events: []record.EventType{record.EventFailed, record.EventTimedOut}, Namespaces: []string{y.ns}})
-		decidedInXY := x.endpoint(t, EndpointOpts{URL: url, Events: []record.EventType{record.EventDecided}, Namespaces: []string{x.ns, y.ns}})
+		failedInX := x.endpoint(t, webhookstest.EndpointOpts{URL: url, Events: []record.EventType{record.EventFailed}, Namespaces: []string{x.ns}})
+		timedOutAnywhere := x.endpoint(t, webhookstest.EndpointOpts{URL: url, Events: []record.EventType{record.EventTimedOut}})
+		bothInY := x.endpoint(t, webhookstest.EndpointOpts{URL: url, Events: []record.EventType{record.EventFailed, record.EventTimedOut}, Namespaces: []string{y.ns}})
+		decidedInXY := x.endpoint(t, webhookstest.EndpointOpts{URL: url, Events: []record.EventType{record.EventDecided}, Namespaces: []string{x.ns, y.ns}})
 
 		for _, e := range []*hookEnv{x, y} {
 			submitAll(t, e.l, e.agent, intent(IntentOpts{Key: e.ns + "-failed"}),
@@ -171,7 +211,7 @@ func TestDecisionThatLosesItsRaceWritesNoMessage(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
-		e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/", Events: []record.EventType{record.EventDecided}})
+		e.endpoint(t, webhookstest.EndpointOpts{URL: "http://127.0.0.1:9/", Events: []record.EventType{record.EventDecided}})
 		a := e.timeOut(t, "k") // as read: timed_out at version 2
 		messages := func() int {
 			n, err := st.CountMessages(ctx, a.ID, record.EventDecided)
@@ -180,7 +220,7 @@ func TestDecisionThatLosesItsRaceWritesNoMessage(t *testing.T) {
 		}
 
 		_, _, err := e.l.Decide(ctx, e.operator, a.ID, services.DecisionInput{Decision: "confirm", Reason: "seen in the PSP", ExpectedVersion: new(1)})
-		requireCode(t, services.CodeVersionConflict, err)
+		webhookstest.RequireCode(t, services.CodeVersionConflict, err)
 		require.Zero(t, messages())
 
 		_, _, err = e.l.Decide(ctx, e.operator, a.ID, services.DecisionInput{Decision: "abandon", Reason: "never happened"})
@@ -203,7 +243,7 @@ func TestConcurrentDecisionsAlertOnce(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
-		ep := e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/", Events: []record.EventType{record.EventDecided}})
+		ep := e.endpoint(t, webhookstest.EndpointOpts{URL: "http://127.0.0.1:9/", Events: []record.EventType{record.EventDecided}})
 		a := e.timeOut(t, "k")
 		var wg sync.WaitGroup
 		errs := make([]error, 8)
@@ -239,7 +279,7 @@ func TestFailedTransactionLeavesNoMessage(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
-		e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/", Events: []record.EventType{record.EventDecided}})
+		e.endpoint(t, webhookstest.EndpointOpts{URL: "http://127.0.0.1:9/", Events: []record.EventType{record.EventDecided}})
 		a := e.timeOut(t, "k")
 		fail, heal := `CREATE TRIGGER fail_delivery BEFORE INSERT ON webhook_deliveries
 			BEGIN SELECT RAISE(ABORT, 'injected failure'); END`, `DROP TRIGGER fail_delivery`
@@ -286,7 +326,7 @@ func TestEndpointEnabledAfterASweepWithout(t *testing.T) {
 		e := newHookEnv(t, st)
 		e.timeOut(t, "before")
 		e.timeOut(t, "still-before")
-		ep := e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/", Events: []record.EventType{record.EventTimedOut, record.EventDecided}})
+		ep := e.endpoint(t, webhookstest.EndpointOpts{URL: "http://127.0.0.1:9/", Events: []record.EventType{record.EventTimedOut, record.EventDecided}})
 		e.timeOut(t, "after")
 		e.decide(t, "before", record.DecisionAbandon)
 		e.timeOut(t, "after-again")

@@ -23,7 +23,7 @@ func TestActionPageHidesWebhookURLs(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		d := newDetailEnv(t, st)
 		u := "http://127.0.0.1:9/services/T000/s3cr3t?token=abc123"
-		ep, err := webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}).CreateEndpoint(context.Background(),
+		ep, err := webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}).CreateEndpoint(context.Background(),
 			services.Principal{Kind: "api_key", Role: services.RoleAdmin, Name: "root"},
 			webhooks.EndpointInput{URL: &u, EventTypes: &[]record.EventType{record.EventTimedOut}})
 		require.NoError(t, err)

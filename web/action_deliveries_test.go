@@ -21,7 +21,7 @@ func TestActionPageShowsDeliveries(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		d := newDetailEnv(t, st)
 		url := "http://127.0.0.1:9/hook"
-		_, err := webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}).CreateEndpoint(context.Background(),
+		_, err := webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}).CreateEndpoint(context.Background(),
 			services.Principal{Kind: "api_key", Role: services.RoleAdmin, Name: "root"},
 			webhooks.EndpointInput{URL: &url, EventTypes: &[]record.EventType{record.EventTimedOut}})
 		require.NoError(t, err)

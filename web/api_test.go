@@ -44,7 +44,7 @@ func newEnvWith(t *testing.T, st *services.Store, tune func(*accounts.Accounts))
 	t.Helper()
 	logs := &bytes.Buffer{}
 	approvals := policies.New(st)
-	metrics := web.NewMetrics(st.CountByStatus)
+	metrics := web.NewMetrics(st.CountByStatus, nil)
 	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals, OnGroup: metrics.ObserveGroup,
 		OnApprovalDecided: metrics.ObserveApproval, OnLookupAnswered: metrics.ObserveLookup,
 		OnTimeoutResolved: metrics.ObserveTimeoutResolved})
@@ -53,7 +53,7 @@ func newEnvWith(t *testing.T, st *services.Store, tune func(*accounts.Accounts))
 		tune(accts)
 	}
 	keys := accounts.NewKeys(st)
-	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: keys, Accounts: accts, Webhooks: webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}), Policies: approvals,
+	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: keys, Accounts: accts, Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}), Policies: approvals,
 		Metrics: metrics, Log: slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

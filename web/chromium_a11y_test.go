@@ -82,7 +82,7 @@ func TestBrowserEveryPageMeetsWCAG(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status, "%v", m)
 	policy := m["id"].(string)
 	u := "https://hooks.example.com/arbiter"
-	ep, err := webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}).CreateEndpoint(context.Background(),
+	ep, err := webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}).CreateEndpoint(context.Background(),
 		services.Principal{Kind: "api_key", Name: "root", Role: services.RoleAdmin},
 		webhooks.EndpointInput{URL: &u, EventTypes: &[]record.EventType{record.EventTimedOut}})
 	require.NoError(t, err)

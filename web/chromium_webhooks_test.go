@@ -26,7 +26,7 @@ func TestBrowserWebhookTestEvent(t *testing.T) {
 	pw := e.user("root@example.com", services.RoleAdmin)
 	sink := newHookSink(t, http.StatusOK)
 	u := sink.srv.URL + "/hook"
-	ep, err := webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}).CreateEndpoint(context.Background(),
+	ep, err := webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}).CreateEndpoint(context.Background(),
 		services.Principal{Kind: "api_key", Name: "root", Role: services.RoleAdmin},
 		webhooks.EndpointInput{URL: &u, EventTypes: &[]record.EventType{record.EventTimedOut}})
 	require.NoError(t, err)

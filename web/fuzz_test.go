@@ -31,7 +31,7 @@ func FuzzEntriesHandler(f *testing.F) {
 	ledger := services.NewLedger(st, services.LedgerConfig{})
 	keys := accounts.NewKeys(st)
 	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: keys, Accounts: accounts.New(st),
-		Webhooks: webhooks.New(st, webhooks.AddressPolicy{}), Metrics: web.NewMetrics(st.CountByStatus),
+		Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{}}), Metrics: web.NewMetrics(st.CountByStatus, nil),
 		Log: slog.New(slog.NewTextHandler(logs, nil))})
 	_, secret, err := keys.CreateKey(context.Background(), accounts.CreateKeyRequest{Namespace: "fuzz", Name: "fuzzer", Role: services.RoleAgent})
 	require.NoError(f, err)

@@ -40,8 +40,11 @@ type Metrics struct {
 }
 
 // NewMetrics registers Arbiter's series. countByStatus feeds the
-// arbiter_actions gauge, read at most every MetricsRefresh.
-func NewMetrics(countByStatus func(ctx context.Context) (map[string]int64, error)) *Metrics {
+// arbiter_actions gauge and queue (when not nil; serve gives it
+// webhooks.QueueOf) the webhook queue gauges, each read at most every
+// MetricsRefresh.
+func NewMetrics(countByStatus func(ctx context.Context) (map[string]int64, error),
+	queue func(ctx context.Context) (webhooks.QueueStats, error)) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		entries: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -98,6 +101,9 @@ func NewMetrics(countByStatus func(ctx context.Context) (map[string]int64, error
 	for _, r := range []string{"approved", "denied"} {
 		m.approvals.WithLabelValues(r)
 	}
+	if queue != nil {
+		m.queue = newRefreshed(queue)
+	}
 	m.reg.MustRegister(m.entries, m.latency, m.sweeps, m.timedOut, m.groups, m, m.deliveries, m.sendTime, m.approvals,
 		m.lookups, m.resolved,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -109,12 +115,6 @@ var (
 	queueDepthDesc  = prometheus.NewDesc("arbiter_webhook_queue_depth", "Webhook deliveries waiting to be sent or retried.", nil, nil)
 	oldestQueueDesc = prometheus.NewDesc("arbiter_webhook_oldest_pending_seconds", "Age of the oldest pending webhook delivery.", nil, nil)
 )
-
-// WatchQueue feeds the webhook queue gauges, read at most every
-// MetricsRefresh.
-func (m *Metrics) WatchQueue(fn func(ctx context.Context) (webhooks.QueueStats, error)) {
-	m.queue = newRefreshed(fn)
-}
 
 // ObserveGroup records the size of one group commit.
 func (m *Metrics) ObserveGroup(entries int) { m.groups.Observe(float64(entries)) }

@@ -68,8 +68,7 @@ func TestMetricsScrapesShareOneQueryPerInterval(t *testing.T) {
 		m := NewMetrics(func(ctx context.Context) (map[string]int64, error) {
 			countQueries.Add(1)
 			return st.CountByStatus(ctx)
-		})
-		m.WatchQueue(func(ctx context.Context) (webhooks.QueueStats, error) {
+		}, func(ctx context.Context) (webhooks.QueueStats, error) {
 			queueQueries.Add(1)
 			return webhooks.QueueStats{Pending: 3}, nil
 		})
@@ -119,7 +118,7 @@ func TestMetricsKeepAFailedReadingForTheInterval(t *testing.T) {
 	m := NewMetrics(func(ctx context.Context) (map[string]int64, error) {
 		n.Add(1)
 		return nil, fmt.Errorf("database down")
-	})
+	}, nil)
 	clock := &fakeClock{t: time.Now()}
 	m.counts.now = clock.now
 	h := m.Handler()
@@ -158,7 +157,7 @@ func BenchmarkMetricsScrape(b *testing.B) {
 				every time.Duration
 			}{{"kept", MetricsRefresh}, {"every-scrape", 0}} {
 				b.Run(tc.name, func(b *testing.B) {
-					m := NewMetrics(st.CountByStatus)
+					m := NewMetrics(st.CountByStatus, nil)
 					m.counts.every = tc.every
 					h := m.Handler()
 					req := httptest.NewRequest("GET", "/metrics", nil)
@@ -170,7 +169,7 @@ func BenchmarkMetricsScrape(b *testing.B) {
 				// The database gauges alone, without the Go runtime's and
 				// the process's series the handler also gathers.
 				b.Run(tc.name+"/gauges", func(b *testing.B) {
-					m := NewMetrics(st.CountByStatus)
+					m := NewMetrics(st.CountByStatus, nil)
 					m.counts.every = tc.every
 					reg := prometheus.NewRegistry()
 					reg.MustRegister(m)

@@ -29,7 +29,7 @@ func TestLogsCutClientValues(t *testing.T) {
 	logs := &lockedBuffer{} // the server logs after it answered
 	ledger := services.NewLedger(st, services.LedgerConfig{})
 	srv := httptest.NewServer(web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st),
-		Webhooks: webhooks.New(st, webhooks.AddressPolicy{}), Metrics: web.NewMetrics(st.CountByStatus),
+		Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{}}), Metrics: web.NewMetrics(st.CountByStatus, nil),
 		Log: slog.New(slog.NewTextHandler(logs, nil))}))
 	t.Cleanup(srv.Close)
 	e := &env{t: t, srv: srv, st: st}

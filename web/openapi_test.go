@@ -50,8 +50,8 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 	st := dbtest.Open(t, services.SQLite)
 	approvals := policies.New(st)
 	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals})
-	e := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st), Webhooks: webhooks.New(st, webhooks.AddressPolicy{}), Policies: approvals,
-		Metrics: web.NewMetrics(st.CountByStatus), Log: slog.New(slog.DiscardHandler)})
+	e := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st), Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{}}), Policies: approvals,
+		Metrics: web.NewMetrics(st.CountByStatus, nil), Log: slog.New(slog.DiscardHandler)})
 	served := []string{}
 	for _, r := range e.Routes() {
 		if r.Method == "echo_route_any" || strings.HasSuffix(r.Path, "/*") || !apiRoute(r.Path) {

@@ -33,8 +33,8 @@ func newH2Env(t *testing.T, st *services.Store) (*env, *http.Client) {
 	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals})
 	keys := accounts.NewKeys(st)
 	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: keys, Accounts: accounts.New(st),
-		Webhooks: webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}), Policies: approvals,
-		Metrics: web.NewMetrics(st.CountByStatus), Log: slog.New(slog.DiscardHandler)})
+		Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}), Policies: approvals,
+		Metrics: web.NewMetrics(st.CountByStatus, nil), Log: slog.New(slog.DiscardHandler)})
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config.Protocols = new(http.Protocols)
 	srv.Config.Protocols.SetHTTP1(true)

@@ -35,8 +35,8 @@ func newEnvDeps(t *testing.T, st *services.Store, tune func(*web.Deps)) *env {
 	logs := &bytes.Buffer{}
 	ledger := services.NewLedger(st, services.LedgerConfig{})
 	d := web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st),
-		Webhooks: webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}), Policies: policies.New(st),
-		Metrics: web.NewMetrics(st.CountByStatus), Log: slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))}
+		Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}), Policies: policies.New(st),
+		Metrics: web.NewMetrics(st.CountByStatus, nil), Log: slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))}
 	tune(&d)
 	srv := httptest.NewServer(web.New(d))
 	t.Cleanup(srv.Close)

@@ -90,8 +90,8 @@ func TestSecurityHSTSFromThePublicURL(t *testing.T) {
 	}{{"https://arbiter.example.com", true}, {"http://arbiter.internal", false}, {"", false}} {
 		ledger := services.NewLedger(st, services.LedgerConfig{})
 		h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st),
-			Webhooks: webhooks.New(st, webhooks.AddressPolicy{}), Policies: policies.New(st),
-			Metrics: web.NewMetrics(st.CountByStatus), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), PublicURL: c.public})
+			Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{}}), Policies: policies.New(st),
+			Metrics: web.NewMetrics(st.CountByStatus, nil), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), PublicURL: c.public})
 		for _, path := range []string{"/signin", "/healthz", "/v1/actions"} {
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
@@ -112,8 +112,8 @@ func TestSecuritySSRFSpecialPurposeRanges(t *testing.T) {
 	st := dbtest.Open(t, services.SQLite)
 	ledger := services.NewLedger(st, services.LedgerConfig{})
 	srv := httptest.NewServer(web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st),
-		Webhooks: webhooks.New(st, webhooks.AddressPolicy{}), Policies: policies.New(st),
-		Metrics: web.NewMetrics(st.CountByStatus), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+		Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{}}), Policies: policies.New(st),
+		Metrics: web.NewMetrics(st.CountByStatus, nil), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	t.Cleanup(srv.Close)
 	e := &env{t: t, srv: srv, st: st, log: &bytes.Buffer{}}
 	admin := e.key("", "root", services.RoleAdmin)

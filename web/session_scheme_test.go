@@ -31,7 +31,7 @@ func TestPublicURLSchemeSetsHSTSAndSecureCookies(t *testing.T) {
 		{"HTTP://arbiter.internal", false}, {"", false}} {
 		ledger := services.NewLedger(st, services.LedgerConfig{})
 		h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st),
-			Webhooks: webhooks.New(st, webhooks.AddressPolicy{}), Metrics: web.NewMetrics(st.CountByStatus),
+			Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{}}), Metrics: web.NewMetrics(st.CountByStatus, nil),
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil)), PublicURL: c.public,
 			SecureCookies: strings.HasPrefix(c.public, "https://")}) // as the server computed it
 		rec := httptest.NewRecorder()

@@ -67,8 +67,8 @@ func (s *hookSink) wait(t *testing.T, n int) ([]*http.Request, [][]byte) {
 // runDispatcher sends deliveries until the test ends.
 func runDispatcher(t *testing.T, st *services.Store) {
 	t.Helper()
-	d := webhooks.NewDispatcher(st, slog.New(slog.DiscardHandler), webhooks.AddressPolicy{AllowPrivate: true})
-	d.Poll = 10 * time.Millisecond
+	d := webhooks.NewDispatcher(st, slog.New(slog.DiscardHandler), webhooks.DispatcherConfig{
+		Policy: webhooks.AddressPolicy{AllowPrivate: true}, Poll: 10 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { d.Run(ctx); close(done) }()
@@ -103,7 +103,7 @@ func TestWebhookPagesAreForAdminsOnly(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		e := newEnv(t, st)
 		u := "http://127.0.0.1:9/hook"
-		ep, err := webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}).CreateEndpoint(context.Background(),
+		ep, err := webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}).CreateEndpoint(context.Background(),
 			services.Principal{Kind: "api_key", Name: "root", Role: services.RoleAdmin},
 			webhooks.EndpointInput{URL: &u, EventTypes: &[]record.EventType{record.EventTimedOut}})
 		require.NoError(t, err)
@@ -130,7 +130,7 @@ func TestWebhookPagesAreForAdminsOnly(t *testing.T) {
 		require.Equal(t, http.StatusForbidden, status)
 		require.Equal(t, "forbidden", m["error"].(map[string]any)["code"])
 
-		got, err := webhooks.New(st, webhooks.AddressPolicy{}).Endpoint(context.Background(),
+		got, err := webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{}}).Endpoint(context.Background(),
 			services.Principal{Kind: "api_key", Name: "root", Role: services.RoleAdmin}, ep.ID)
 		require.NoError(t, err)
 		require.True(t, got.Enabled, "nothing was changed")

@@ -27,8 +27,8 @@ func newEnvWriteTimeout(t *testing.T, st *services.Store, d time.Duration) *env 
 	approvals := policies.New(st)
 	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals})
 	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st),
-		Webhooks: webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true}), Policies: approvals,
-		Metrics: web.NewMetrics(st.CountByStatus), Log: slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil)),
+		Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}), Policies: approvals,
+		Metrics: web.NewMetrics(st.CountByStatus, nil), Log: slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil)),
 		WriteTimeout: d})
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config.WriteTimeout = d

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -163,7 +164,7 @@ type server struct {
 // background work. ctx ending is the signal to shut down: event streams
 // close on it.
 func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logger) (*server, error) {
-	metrics := web.NewMetrics(st.CountByStatus)
+	metrics := web.NewMetrics(st.CountByStatus, webhooks.QueueOf(st))
 	accts := accounts.New(st)
 	accts.IdleTimeout, accts.AbsoluteTimeout = s.SessionIdle, s.SessionAbsolute
 	signOn, err := s.singleSignOn(ctx, st)
@@ -178,16 +179,26 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 			s.reportFirstAdmin(log, email, password)
 		}
 	}
-	policy := webhooks.AddressPolicy{AllowPrivate: s.WebhookAllowPrivate}
-	hooks := webhooks.New(st, policy)
-	dispatcher := webhooks.NewDispatcher(st, log, policy)
-	dispatcher.PublicURL, dispatcher.DisableAfter, dispatcher.OnResult = s.PublicURL, s.WebhookDisableAfter, metrics.ObserveDelivery
-	if s.WebhookConcurrency > 0 {
-		dispatcher.PerEndpoint = s.WebhookConcurrency
-		dispatcher.Workers = max(dispatcher.Workers, 4*s.WebhookConcurrency)
+	trusted, err := web.ParseTrustedProxies(s.TrustedProxies)
+	if err != nil {
+		return nil, err
 	}
-	hooks.OnQueued(dispatcher.Wake)
-	metrics.WatchQueue(dispatcher.Queue)
+	ln, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", s.Addr, err)
+	}
+	url := "http://" + ln.Addr().String()
+	policy := webhooks.AddressPolicy{AllowPrivate: s.WebhookAllowPrivate}
+	// Links in Slack messages go to the public URL, else to where this
+	// server listens.
+	dcfg := webhooks.DispatcherConfig{Policy: policy, PublicURL: cmp.Or(s.PublicURL, url), DisableAfter: s.WebhookDisableAfter,
+		OnResult: metrics.ObserveDelivery}
+	if s.WebhookConcurrency > 0 {
+		dcfg.PerEndpoint = s.WebhookConcurrency
+		dcfg.Workers = max(webhooks.DefaultWorkers, 4*s.WebhookConcurrency)
+	}
+	dispatcher := webhooks.NewDispatcher(st, log, dcfg)
+	hooks := webhooks.New(st, webhooks.Config{Policy: policy, OnQueued: dispatcher.Wake})
 	approvals := policies.New(st)
 	ledger := services.NewLedger(st, services.LedgerConfig{
 		Approver:          approvals,
@@ -198,10 +209,6 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 		OnTimeoutResolved: metrics.ObserveTimeoutResolved,
 	})
 
-	trusted, err := web.ParseTrustedProxies(s.TrustedProxies)
-	if err != nil {
-		return nil, err
-	}
 	nofile, before, err := raiseFDLimit()
 	if err != nil {
 		log.Warn("could not raise the open files limit", "limit", before, "err", err)
@@ -220,20 +227,13 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 		TrustedProxies: trusted, MetricsElsewhere: s.MetricsAddr != "", SSO: signOn, LocalPasswordsOff: s.passwordsOff(),
 		WriteTimeout: s.writeTimeout()})
 
-	ln, err := net.Listen("tcp", s.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", s.Addr, err)
-	}
 	srv := &server{
-		URL:          "http://" + ln.Addr().String(),
+		URL:          url,
 		log:          log,
 		ledger:       ledger,
 		http:         apiServer(handler, log, s.writeTimeout()),
 		drainTimeout: s.DrainTimeout,
 		serveErr:     make(chan error, 1),
-	}
-	if dispatcher.PublicURL == "" {
-		dispatcher.PublicURL = srv.URL
 	}
 	log.Info("arbiter: listening", "addr", srv.URL, "database", st.Where, "dialect", st.Dialect,
 		"sweep_interval", s.SweepInterval.String(), "retention", s.Retention.String())

@@ -29,8 +29,8 @@ func startArbiter(t *testing.T) (url string, key func(ns, name string, role serv
 	ledger := services.NewLedger(st, services.LedgerConfig{})
 	log := slog.New(slog.DiscardHandler)
 	srv := httptest.NewServer(web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st),
-		Accounts: accounts.New(st), Webhooks: webhooks.New(st, webhooks.AddressPolicy{}),
-		Metrics: web.NewMetrics(nil), Log: log}))
+		Accounts: accounts.New(st), Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{}}),
+		Metrics: web.NewMetrics(nil, nil), Log: log}))
 	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithCancel(context.Background())
 	swept := make(chan struct{})

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -35,24 +36,7 @@ type Dispatcher struct {
 	log    *slog.Logger
 	client *http.Client
 	now    func() time.Time
-
-	// PublicURL makes links to actions in Slack messages.
-	PublicURL string
-	// DisableAfter disables an endpoint that has failed without a success
-	// for this long.
-	DisableAfter time.Duration
-	// Workers bounds the sends in flight; PerEndpoint bounds them per
-	// endpoint.
-	Workers, PerEndpoint int
-	// Poll is how often the dispatcher looks for due deliveries when nothing
-	// woke it.
-	Poll time.Duration
-	// Lease is how long a claimed delivery is reserved for its sender.
-	Lease time.Duration
-	// OnResult observes every attempt: "succeeded", "retrying" or "failed".
-	OnResult func(result string, latency time.Duration)
-	// schedule is RetrySchedule; tests give a dispatcher shorter waits.
-	schedule []time.Duration
+	cfg    DispatcherConfig
 
 	wake     chan struct{}
 	mu       sync.Mutex
@@ -61,26 +45,63 @@ type Dispatcher struct {
 	slotFree chan struct{}
 }
 
+// DispatcherConfig is how a Dispatcher is built; a zero field takes its
+// default.
+type DispatcherConfig struct {
+	// Policy decides which addresses a delivery may connect to.
+	Policy AddressPolicy
+	// PublicURL makes links to actions in Slack messages.
+	PublicURL string
+	// DisableAfter disables an endpoint that has failed without a success
+	// for this long (5 days).
+	DisableAfter time.Duration
+	// Workers bounds the sends in flight (DefaultWorkers); PerEndpoint
+	// bounds them per endpoint (DefaultPerEndpoint).
+	Workers, PerEndpoint int
+	// Poll is how often the dispatcher looks for due deliveries when nothing
+	// woke it (1 s).
+	Poll time.Duration
+	// Lease is how long a claimed delivery is reserved for its sender (1 min).
+	Lease time.Duration
+	// OnResult observes every attempt: "succeeded", "retrying" or "failed".
+	OnResult func(result string, latency time.Duration)
+	// RetrySchedule is the waits between attempts (the package's
+	// RetrySchedule); tests retry in milliseconds, and a deployment may want
+	// a schedule of its own.
+	RetrySchedule []time.Duration
+}
+
+// The sends a dispatcher has in flight, in all and per endpoint, unless its
+// config says.
+const (
+	DefaultWorkers     = 128
+	DefaultPerEndpoint = 32
+)
+
 // SendTimeout bounds one webhook request.
 const SendTimeout = 15 * time.Second
 
 // NewDispatcher returns a dispatcher that reaches only what policy allows.
-func NewDispatcher(st *services.Store, log *slog.Logger, policy AddressPolicy) *Dispatcher {
+func NewDispatcher(st *services.Store, log *slog.Logger, cfg DispatcherConfig) *Dispatcher {
 	transport := &http.Transport{
-		DialContext:           policy.DialContext,
+		DialContext:           cfg.Policy.DialContext,
 		Proxy:                 nil, // a proxy would hide the dialled address from the policy
 		MaxIdleConnsPerHost:   16,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: SendTimeout,
 	}
+	cfg.DisableAfter = cmp.Or(cfg.DisableAfter, 5*24*time.Hour)
+	cfg.Workers, cfg.PerEndpoint = cmp.Or(cfg.Workers, DefaultWorkers), cmp.Or(cfg.PerEndpoint, DefaultPerEndpoint)
+	cfg.Poll, cfg.Lease = cmp.Or(cfg.Poll, time.Second), cmp.Or(cfg.Lease, time.Minute)
+	if cfg.RetrySchedule == nil {
+		cfg.RetrySchedule = RetrySchedule
+	}
 	return &Dispatcher{
-		st: st, log: log, now: services.Now,
+		st: st, log: log, now: services.Now, cfg: cfg,
 		client: &http.Client{Transport: transport, Timeout: SendTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		DisableAfter: 5 * 24 * time.Hour, Workers: 128, PerEndpoint: 32, Poll: time.Second, Lease: time.Minute,
-		schedule: RetrySchedule,
-		wake:     make(chan struct{}, 1), inflight: map[string]int{}, slotFree: make(chan struct{}, 1),
+		wake: make(chan struct{}, 1), inflight: map[string]int{}, slotFree: make(chan struct{}, 1),
 	}
 }
 
@@ -109,9 +130,9 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	if t, ok := d.client.Transport.(*http.Transport); ok {
 		// Keep a connection for every send that may be in flight, even
 		// when several endpoints share a host.
-		t.MaxIdleConnsPerHost = max(t.MaxIdleConnsPerHost, d.Workers)
+		t.MaxIdleConnsPerHost = max(t.MaxIdleConnsPerHost, d.cfg.Workers)
 	}
-	t := time.NewTicker(d.Poll)
+	t := time.NewTicker(d.cfg.Poll)
 	defer t.Stop()
 	for {
 		full, err := d.dispatch(ctx, &wg, rec)
@@ -163,7 +184,7 @@ type due struct {
 // whether it filled every free slot.
 func (d *Dispatcher) dispatch(ctx context.Context, wg *sync.WaitGroup, rec chan<- *attempt) (bool, error) {
 	d.mu.Lock()
-	free := d.Workers - d.total
+	free := d.cfg.Workers - d.total
 	// Endpoints at their bound get nothing: their backlog would otherwise
 	// fill every claim and hold up everyone else's alerts. Only this loop
 	// adds to inflight, so the slots counted here can only grow before the
@@ -221,7 +242,7 @@ func (d *Dispatcher) claim(ctx context.Context, limit int, busy map[string]int) 
 	ctx = context.WithoutCancel(ctx)
 	token := uuid.NewString()
 	claimed, err := d.st.Executor().DeliveryClaim(ctx, &driver.DeliveryClaimParams{Token: token, Now: now,
-		Until: now.Add(d.Lease), Limit: limit, PerEndpoint: d.PerEndpoint, Busy: busy})
+		Until: now.Add(d.cfg.Lease), Limit: limit, PerEndpoint: d.cfg.PerEndpoint, Busy: busy})
 	if err != nil {
 		return nil, services.DBError("webhooks: claim deliveries", err)
 	}
@@ -262,7 +283,7 @@ func (d *Dispatcher) body(c due) ([]byte, error) {
 	if c.Format != FormatSlack {
 		return c.Payload, nil
 	}
-	return slackBody(c.Payload, d.PublicURL)
+	return slackBody(c.Payload, d.cfg.PublicURL)
 }
 
 func (d *Dispatcher) post(ctx context.Context, c due, body []byte) sendResult {
@@ -358,8 +379,8 @@ func (d *Dispatcher) recordLoop(ctx context.Context, rec <-chan *attempt) {
 			if a.p.Endpoint == driver.EndpointDisable {
 				d.log.Warn("webhooks: endpoint disabled", "endpoint", a.p.EndpointID, "reason", a.p.DisableWhy)
 			}
-			if d.OnResult != nil {
-				d.OnResult(a.result, a.latency)
+			if d.cfg.OnResult != nil {
+				d.cfg.OnResult(a.result, a.latency)
 			}
 			close(a.done)
 		}
@@ -393,17 +414,17 @@ func (d *Dispatcher) attempt(c due, r sendResult) *attempt {
 	case r.status == http.StatusGone:
 		state, result = DeliveryFailed, "failed"
 		disable = "the receiver answered 410 Gone"
-	case attempts > len(d.schedule):
+	case attempts > len(d.cfg.RetrySchedule):
 		state, result = DeliveryFailed, "failed"
 	default:
-		wait := jitter(d.schedule[attempts-1])
+		wait := jitter(d.cfg.RetrySchedule[attempts-1])
 		if r.retryAfter > wait {
 			wait = min(r.retryAfter, 24*time.Hour)
 		}
 		at := now.Add(wait)
 		state, next, result = DeliveryPending, &at, "retrying"
 	}
-	if !ok && disable == "" && c.FailingSince != nil && now.Sub(*c.FailingSince) > d.DisableAfter {
+	if !ok && disable == "" && c.FailingSince != nil && now.Sub(*c.FailingSince) > d.cfg.DisableAfter {
 		disable = fmt.Sprintf("failing without a success since %s", c.FailingSince.UTC().Format(time.RFC3339))
 	}
 	p := &driver.DeliveryRecordAttemptParams{AttemptID: driver.NewID(), DeliveryID: c.ID, Claim: c.claim, Now: now,
@@ -467,23 +488,21 @@ type QueueStats struct {
 	OldestPendingAge time.Duration
 }
 
-// Queue reports the pending deliveries of enabled endpoints. Those of a
-// disabled endpoint wait for an admin, not for the dispatcher: counted, they
-// would make the oldest pending age grow for as long as the endpoint stays
-// off and hide a queue that is really stuck.
-func (d *Dispatcher) Queue(ctx context.Context) (QueueStats, error) {
-	n, oldest, err := d.st.Executor().DeliveryQueueStats(ctx)
-	if err != nil {
-		return QueueStats{}, services.DBError("webhooks: queue stats", err)
+// QueueOf reads the webhook queue of st for the metrics' gauges: the
+// pending deliveries of enabled endpoints and the age of the oldest. Those
+// of a disabled endpoint wait for an admin, not for the dispatcher: counted,
+// they would make the oldest pending age grow for as long as the endpoint
+// stays off and hide a queue that is really stuck.
+func QueueOf(st *services.Store) func(ctx context.Context) (QueueStats, error) {
+	return func(ctx context.Context) (QueueStats, error) {
+		n, oldest, err := st.Executor().DeliveryQueueStats(ctx)
+		if err != nil {
+			return QueueStats{}, services.DBError("webhooks: queue stats", err)
+		}
+		q := QueueStats{Pending: n}
+		if oldest != nil {
+			q.OldestPendingAge = services.Now().Sub(*oldest)
+		}
+		return q, nil
 	}
-	st := QueueStats{Pending: n}
-	if oldest != nil {
-		st.OldestPendingAge = d.now().Sub(*oldest)
-	}
-	return st, nil
 }
-
-// SetRetrySchedule gives this dispatcher its own waits between attempts
-// instead of RetrySchedule: tests retry in milliseconds, and a deployment
-// may want a schedule of its own.
-func (d *Dispatcher) SetRetrySchedule(s []time.Duration) { d.schedule = s }

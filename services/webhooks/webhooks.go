@@ -20,22 +20,30 @@ import (
 
 // Webhooks manages webhook endpoints, their deliveries and test messages.
 type Webhooks struct {
-	st     *services.Store
-	policy AddressPolicy
-	now    func() time.Time
-	// queued wakes the dispatcher after a message is written outside the
-	// ledger (tests, redeliveries).
-	queued func()
+	st  *services.Store
+	cfg Config
+}
+
+// Config is how a Webhooks service is built.
+type Config struct {
+	// Policy decides which addresses endpoints may have.
+	Policy AddressPolicy
+	// OnQueued runs after a message is written outside the ledger (a test
+	// message, a redelivery): serve wakes the dispatcher with it. It must
+	// not block.
+	OnQueued func()
+	// Now is the service's clock (secret rotation deadlines); services.Now
+	// unless a test moves time.
+	Now func() time.Time
 }
 
 // New returns the webhook service on st.
-func New(st *services.Store, policy AddressPolicy) *Webhooks {
-	return &Webhooks{st: st, policy: policy, now: services.Now}
+func New(st *services.Store, cfg Config) *Webhooks {
+	if cfg.Now == nil {
+		cfg.Now = services.Now
+	}
+	return &Webhooks{st: st, cfg: cfg}
 }
-
-// OnQueued registers fn to run after a test message or a redelivery is
-// queued. fn must not block.
-func (w *Webhooks) OnQueued(fn func()) { w.queued = fn }
 
 // Webhook formats.
 const (
@@ -82,7 +90,7 @@ func (w *Webhooks) validate(ctx context.Context, in *EndpointInput, creating boo
 		return services.Errorf(services.CodeInvalid, "field \"event_types\" must list at least one of %s", services.ListOrNone(record.EventTypes))
 	}
 	if in.URL != nil {
-		if err := w.policy.ValidateWebhookURL(ctx, *in.URL); err != nil {
+		if err := w.cfg.Policy.ValidateWebhookURL(ctx, *in.URL); err != nil {
 			return err
 		}
 	}
@@ -161,7 +169,7 @@ func (w *Webhooks) CreateEndpoint(ctx context.Context, p services.Principal, in 
 	if err := w.validate(ctx, &in, true); err != nil {
 		return nil, err
 	}
-	now := w.now()
+	now := w.cfg.Now()
 	m := models.WebhookEndpoint{ID: driver.NewID(), URL: *in.URL, EventTypes: jsonList(*in.EventTypes), Namespaces: "[]",
 		Format: FormatStandard, Enabled: true, Secret: newWebhookSecret(), CreatedAt: now, UpdatedAt: now}
 	if in.Namespaces != nil {
@@ -240,7 +248,7 @@ func (w *Webhooks) UpdateEndpoint(ctx context.Context, p services.Principal, id 
 	if err != nil {
 		return nil, err
 	}
-	set := map[string]any{"updated_at": w.now()}
+	set := map[string]any{"updated_at": w.cfg.Now()}
 	if in.URL != nil {
 		set["url"] = *in.URL
 	}
@@ -294,7 +302,7 @@ func (w *Webhooks) RotateSecret(ctx context.Context, p services.Principal, id st
 	if err != nil {
 		return nil, err
 	}
-	now := w.now()
+	now := w.cfg.Now()
 	secret := newWebhookSecret()
 	until := now.Add(secretOverlap)
 	err = w.st.GormWriter().WithContext(ctx).Model(&models.WebhookEndpoint{}).Where("id = ?", id).Updates(map[string]any{
@@ -318,7 +326,7 @@ func (w *Webhooks) SendTest(ctx context.Context, p services.Principal, id string
 	if _, err := w.find(ctx, id); err != nil {
 		return nil, err
 	}
-	now := w.now()
+	now := w.cfg.Now()
 	msgID, delID := driver.NewID(), driver.NewID()
 	body, _ := json.Marshal(services.MessageBody{Type: record.EventTest, Timestamp: now, Data: services.MessageData{Endpoint: &id}})
 	err := w.st.GormWriter().WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -336,8 +344,8 @@ func (w *Webhooks) SendTest(ctx context.Context, p services.Principal, id string
 }
 
 func (w *Webhooks) wake() {
-	if w.queued != nil {
-		w.queued()
+	if w.cfg.OnQueued != nil {
+		w.cfg.OnQueued()
 	}
 }
 
@@ -483,7 +491,7 @@ func (w *Webhooks) Redeliver(ctx context.Context, p services.Principal, id strin
 	if err != nil {
 		return nil, err
 	}
-	now := w.now()
+	now := w.cfg.Now()
 	d := models.WebhookDelivery{ID: driver.NewID(), MessageID: old.MessageID, EndpointID: old.EndpointID, State: DeliveryPending,
 		NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
 	if err := w.st.GormWriter().WithContext(ctx).Create(&d).Error; err != nil {
@@ -499,7 +507,3 @@ func clampLimit(n int) int {
 	}
 	return n
 }
-
-// SetClock replaces the service's clock (secret rotation deadlines), for
-// tests.
-func (w *Webhooks) SetClock(now func() time.Time) { w.now = now }

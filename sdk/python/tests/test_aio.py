@@ -78,6 +78,39 @@ def test_held_requests_stay_off_the_default_executor() -> None:
     asyncio.run(main())
 
 
+def test_async_guard_on_a_sync_client_stays_off_the_default_executor() -> None:
+    # @guard on an async def, with a plain Client and no AsyncClient: its
+    # requests run in the guard's own bounded pool, not the loop's.
+    holder = Holder()
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(max_workers=2))
+        c = arbiter.Client(holder.url, "ak_whatever", timeout=10)
+
+        @arbiter.guard(tool="payments.refund", key=lambda order: arbiter.key("refund", order), client=c)
+        async def refund(order: str) -> str:
+            return "never: the intent is not answered"
+
+        calls = [asyncio.ensure_future(refund(f"o{i}")) for i in range(12)]
+        try:
+            for _ in range(100):
+                if holder.held() >= arbiter.cancel.MAX_WORKERS:
+                    break
+                await asyncio.sleep(0.02)
+            assert await asyncio.wait_for(loop.run_in_executor(None, lambda: "ran"), 2) == "ran"
+            await asyncio.sleep(0.2)
+            assert holder.held() == arbiter.cancel.MAX_WORKERS  # the guard's bound, not the calls'
+            assert not any(x.done() for x in calls)
+        finally:
+            for x in calls:
+                x.cancel()
+            await asyncio.gather(*calls, return_exceptions=True)
+            holder.close()
+
+    asyncio.run(main())
+
+
 def test_closed_client_refuses_calls() -> None:
     async def main() -> None:
         async with arbiter.AsyncClient("http://127.0.0.1:9", "ak_whatever", max_workers=1) as ac:

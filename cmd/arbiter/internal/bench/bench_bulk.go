@@ -83,7 +83,7 @@ func timeBulk(ctx context.Context, st *services.Store, ns string, n, batch, sing
 	}
 
 	admin := services.Principal{Kind: "api_key", ID: "bench", Name: "bench", Role: services.RoleAdmin}
-	hooks := webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true})
+	hooks := webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}})
 	url, events, nss := "http://127.0.0.1:9/arbiter-bench", []record.EventType{record.EventDecided}, []string{ns}
 	ep, err := hooks.CreateEndpoint(ctx, admin, webhooks.EndpointInput{URL: &url, EventTypes: &events, Namespaces: &nss})
 	if err != nil {

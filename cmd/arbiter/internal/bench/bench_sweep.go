@@ -68,7 +68,7 @@ func timeSweep(ctx context.Context, st *services.Store, c sweepConfig, profile i
 	}
 	if c.endpoint {
 		admin := services.Principal{Kind: "api_key", ID: "bench", Name: "bench", Role: services.RoleAdmin}
-		hooks := webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true})
+		hooks := webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}})
 		url, nss := "http://127.0.0.1:9/arbiter-bench-sweep", []string{c.ns}
 		events := []record.EventType{record.EventTimedOut, record.EventApprovalExpired}
 		ep, err := hooks.CreateEndpoint(ctx, admin, webhooks.EndpointInput{URL: &url, EventTypes: &events, Namespaces: &nss})

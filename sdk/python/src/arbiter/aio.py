@@ -33,20 +33,25 @@ from .types import (
     Action,
     ActionPage,
     BulkDecisionResult,
+    Decision,
     DecisionResult,
     Delivery,
     Entry,
     EntryPage,
+    EventType,
     EntryResult,
     LedgerEntry,
     Policy,
     PolicyTestResult,
+    Status,
     Webhook,
+    WebhookFormat,
+    WebhookFormatOrDefault,
 )
 
 __all__ = ["AsyncClient", "MAX_WORKERS"]
 
-MAX_WORKERS = 8  # the default bound of an AsyncClient's own threads
+MAX_WORKERS = cancel.MAX_WORKERS  # the default bound of an AsyncClient's own threads
 
 T = TypeVar("T")
 
@@ -112,7 +117,7 @@ class AsyncClient:
     async def list_actions(
         self,
         *,
-        status: Union[str, Iterable[str], None] = None,
+        status: Union[Status, Iterable[Status], None] = None,
         tool: str = "",
         agent: str = "",
         since: Optional[datetime] = None,
@@ -150,7 +155,7 @@ class AsyncClient:
     async def decide(
         self,
         id: str,
-        decision: str,
+        decision: Decision,
         reason: str = "",
         *,
         expected_version: Optional[int] = None,
@@ -169,16 +174,16 @@ class AsyncClient:
             result=result,
         )
 
-    async def decide_many(self, decision: str, reason: str = "", **filter_and_options: Any) -> BulkDecisionResult:
+    async def decide_many(self, decision: Decision, reason: str = "", **filter_and_options: Any) -> BulkDecisionResult:
         return await self._in_thread(self.sync.decide_many, decision, reason, **filter_and_options)
 
     async def create_webhook(
         self,
         url: str,
-        event_types: Sequence[str],
+        event_types: Sequence[EventType],
         *,
         namespaces: Optional[Sequence[str]] = None,
-        format: str = "",
+        format: WebhookFormatOrDefault = "",
         description: str = "",
     ) -> Webhook:
         return await self._in_thread(
@@ -201,9 +206,9 @@ class AsyncClient:
         id: str,
         *,
         url: Optional[str] = None,
-        event_types: Optional[Sequence[str]] = None,
+        event_types: Optional[Sequence[EventType]] = None,
         namespaces: Optional[Sequence[str]] = None,
-        format: Optional[str] = None,
+        format: Optional[WebhookFormat] = None,
         description: Optional[str] = None,
         enabled: Optional[bool] = None,
     ) -> Webhook:

@@ -68,6 +68,9 @@ def _stoppable(ev: threading.Event, fn: Callable[[], T]) -> T:
     return fn()
 
 
+MAX_WORKERS = 8  # the default bound of a pool: an AsyncClient's, a guard's, a tool's
+
+
 class Pool:
     """The bounded threads of one owner (``name`` says which in errors,
     ``thread_name`` prefixes its threads' names): at most ``max_workers`` of its calls run at once, the

@@ -20,15 +20,20 @@ from .types import (
     Action,
     ActionPage,
     BulkDecisionResult,
+    Decision,
     DecisionResult,
     Delivery,
     Entry,
     EntryPage,
+    EventType,
     EntryResult,
     LedgerEntry,
     Policy,
     PolicyTestResult,
+    Status,
     Webhook,
+    WebhookFormat,
+    WebhookFormatOrDefault,
     decode,
     format_time,
 )
@@ -188,7 +193,7 @@ class Client:
     def list_actions(
         self,
         *,
-        status: Union[str, Iterable[str], None] = None,
+        status: Union[Status, Iterable[Status], None] = None,
         tool: str = "",
         agent: str = "",
         since: Optional[datetime] = None,
@@ -251,7 +256,7 @@ class Client:
     def decide(
         self,
         id: str,
-        decision: str,
+        decision: Decision,
         reason: str = "",
         *,
         expected_version: Optional[int] = None,
@@ -273,11 +278,11 @@ class Client:
 
     def decide_many(
         self,
-        decision: str,
+        decision: Decision,
         reason: str = "",
         *,
         ids: Optional[Sequence[str]] = None,
-        status: Union[str, Iterable[str], None] = None,
+        status: Union[Status, Iterable[Status], None] = None,
         tool: str = "",
         agent: str = "",
         namespace: str = "",
@@ -313,10 +318,10 @@ class Client:
     def create_webhook(
         self,
         url: str,
-        event_types: Sequence[str],
+        event_types: Sequence[EventType],
         *,
         namespaces: Optional[Sequence[str]] = None,
-        format: str = "",
+        format: WebhookFormatOrDefault = "",
         description: str = "",
     ) -> Webhook:
         body: Dict[str, Any] = {"url": url, "event_types": list(event_types)}
@@ -339,9 +344,9 @@ class Client:
         id: str,
         *,
         url: Optional[str] = None,
-        event_types: Optional[Sequence[str]] = None,
+        event_types: Optional[Sequence[EventType]] = None,
         namespaces: Optional[Sequence[str]] = None,
-        format: Optional[str] = None,
+        format: Optional[WebhookFormat] = None,
         description: Optional[str] = None,
         enabled: Optional[bool] = None,
     ) -> Webhook:

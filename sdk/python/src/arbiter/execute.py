@@ -9,7 +9,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Collection, Generic, Optional, Tuple, Type, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Callable, Collection, Generic, Optional, Tuple, Type, TypeVar
 
 from . import cancel
 from .errors import (
@@ -42,7 +42,7 @@ from .types import (
     REPLAY,
     SUCCEEDED,
     Action,
-    Effect,
+    EffectOrDefault,
     Entry,
     EntryType,
     EntryResult,
@@ -126,7 +126,7 @@ class Spec:
 
     key: str
     tool: str
-    effect: str = ""  # read_only, idempotent, keyed or unkeyed (the server's default)
+    effect: EffectOrDefault = ""  # read_only, idempotent, keyed or unkeyed ("": the server's default)
     params: Any = None
     timeout: float = 0  # the lease of an attempt in seconds; 0: the server's 300
     reference: str = ""
@@ -161,7 +161,7 @@ class Spec:
     def intent(self) -> Entry:
         e = self.entry("intent")
         e.tool = self.tool
-        e.effect = cast(Optional[Effect], self.effect or None)  # the server refuses an unknown one
+        e.effect = self.effect or None  # the server refuses an unknown one
         e.timeout = self.timeout or None
         e.reference = self.reference or None
         e.require_approval = True if self.require_approval else None

@@ -32,7 +32,7 @@ from .errors import ArbiterError, Compensated, Replayed
 from .execute import Attempt, Done, Outcome, Spec
 from .heartbeat import Heartbeats
 from .outcomes import Classifier
-from .types import COMPENSATE, PROCEED, EntryResult
+from .types import COMPENSATE, PROCEED, EffectOrDefault, EntryResult
 
 if TYPE_CHECKING:
     from .client import Client
@@ -82,7 +82,7 @@ class Guard:
         *,
         tool: str,
         key: Union[str, Callable[..., str]],
-        effect: str = "",
+        effect: EffectOrDefault = "",
         params: Any = None,
         timeout: float = 0,
         reference: Union[str, Callable[..., str]] = "",
@@ -112,13 +112,28 @@ class Guard:
             retriable=tuple(retriable), unknown=tuple(unknown), not_done_statuses=tuple(not_done_statuses),
             classify=classify, serialize=serialize)
         self._client = client
-        # Where async uses run their requests (an AsyncClient's own pool;
-        # None: the event loop's default executor).
+        # Where async uses run their requests: an AsyncClient's own pool,
+        # else one of the guard's own made at its first async use, never
+        # the event loop's default executor (a wait for approval or an
+        # outage's report retries would hold the host application's threads).
         self._executor = executor
+        self._threads: Optional[cancel.Pool] = None
+        self._threads_lock = threading.Lock()
         # State of one use as a context manager.
         self._attempt: Optional[Attempt] = None
         self._spec: Optional[Spec] = None
         self._hb: Optional[Heartbeats] = None
+
+    def executor(self) -> Executor:
+        """Where this guard's async uses run their requests: the executor it
+        was given, else a pool of its own of at most
+        arbiter.cancel.MAX_WORKERS threads, made at its first async use."""
+        if self._executor is not None:
+            return self._executor
+        with self._threads_lock:
+            if self._threads is None:
+                self._threads = cancel.Pool(f"guard {self._options['tool']!r}", cancel.MAX_WORKERS, "arbiter-guard")
+            return self._threads.executor()
 
     @property
     def client(self) -> Client:
@@ -210,7 +225,7 @@ class Guard:
             @functools.wraps(fn)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
                 arguments, call = prepared(args, kwargs)
-                out = await arun(self.client, self.spec(arguments), call, executor=self._executor)
+                out = await arun(self.client, self.spec(arguments), call, executor=self.executor())
                 return _returned(out)
 
             async_wrapper.__signature__ = shown  # type: ignore[attr-defined]
@@ -262,22 +277,22 @@ class Guard:
 
     async def __aenter__(self) -> Attempt:
         spec = self.spec()
-        res = await cancel.in_thread(self._executor, execute.ask, self.client, spec)
-        return await cancel.in_thread(self._executor, self._entered, spec, res)
+        res = await cancel.in_thread(self.executor(), execute.ask, self.client, spec)
+        return await cancel.in_thread(self.executor(), self._entered, spec, res)
 
     async def __aexit__(
         self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
     ) -> None:
         if self._hb is not None:
             self._hb.end()
-        await cancel.in_thread(self._executor, self._finish, exc)
+        await cancel.in_thread(self.executor(), self._finish, exc)
 
 
 def guard(
     *,
     tool: str,
     key: Union[str, Callable[..., str]],
-    effect: str = "",
+    effect: EffectOrDefault = "",
     params: Any = None,
     timeout: float = 0,
     reference: Union[str, Callable[..., str]] = "",

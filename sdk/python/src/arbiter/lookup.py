@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, List, Optional, Union, cast
 
 from .execute import MAX_RESULT_BYTES, error_text
-from .types import ANSWERS, HAPPENED, MAX_LOOKUPS, UNKNOWN, Action, Answer, Entry, LedgerEntry
+from .types import ANSWERS, HAPPENED, MAX_LOOKUPS, UNKNOWN, Action, Answer, Effect, Entry, LedgerEntry
 
 __all__ = ["LookupRequest", "LookupResult", "LookupFunc"]
 
@@ -44,7 +44,7 @@ class LookupRequest:
     action_id: str
     key: str
     tool: str
-    effect: str
+    effect: Effect
     attempt: int  # the attempt whose outcome is unknown
     params: Any = None
     reference: str = ""

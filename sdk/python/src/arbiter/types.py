@@ -11,7 +11,7 @@ import sys
 import typing
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Dict, Final, List, Literal, Optional, Tuple, Type, TypeVar
+from typing import Any, Dict, Final, List, Literal, Optional, Tuple, Type, TypeVar, Union
 
 # Each group of the vocabulary is a Literal alias spelling the values of
 # its enum in web/openapi.json (tests/test_vocabulary.py holds them to it),
@@ -38,6 +38,9 @@ DENIED: Final = "denied"
 
 # Effect classes: how safe a repeat of a tool call is.
 Effect = Literal["read_only", "idempotent", "keyed", "unkeyed"]
+# EffectOrDefault is what a caller may give: an effect, or "" for the
+# server's default (unkeyed).
+EffectOrDefault = Union[Effect, Literal[""]]
 READ_ONLY: Final = "read_only"
 IDEMPOTENT: Final = "idempotent"  # state-setting: safe to repeat
 KEYED: Final = "keyed"  # the downstream honours the key: a retry with it is safe
@@ -107,6 +110,8 @@ EventType = Literal[
     "action.approval_escalated", "action.approval_expired", "action.reconciled", "webhook.test",
 ]
 WebhookFormat = Literal["standard", "slack"]
+# WebhookFormatOrDefault: a format, or "" for the server's default (standard).
+WebhookFormatOrDefault = Union[WebhookFormat, Literal[""]]
 DeliveryState = Literal["pending", "succeeded", "failed"]
 
 T = TypeVar("T")

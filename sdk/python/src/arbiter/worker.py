@@ -32,6 +32,7 @@ from .types import (
     RETRY_REQUESTED,
     TIMED_OUT,
     Action,
+    Status,
     Reconciliation,
 )
 
@@ -52,8 +53,8 @@ class _Tool:
     not_done_statuses: Collection[int] = ()
     classify: Optional[Classifier] = None
 
-    def statuses(self) -> List[str]:
-        s = []
+    def statuses(self) -> List[Status]:
+        s: List[Status] = []
         if self.run is not None:
             s.append(RETRY_REQUESTED)
         if self.compensate is not None:

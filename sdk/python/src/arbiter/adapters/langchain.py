@@ -149,7 +149,7 @@ def guard_tools(guards: Mapping[str, Guard], *, tools: Optional[Sequence[Any]] =
                 return self.inner.invoke(input, config, **kwargs)
             kept: Dict[str, Any] = {}
 
-            def run(a: Attempt) -> Done:
+            def run(a: Attempt) -> Done[Any]:
                 token = _attempt.set(a)
                 try:
                     msg = self.inner.invoke(input, config, **kwargs)
@@ -171,12 +171,12 @@ def guard_tools(guards: Mapping[str, Guard], *, tools: Optional[Sequence[Any]] =
                 return await self.inner.ainvoke(input, config, **kwargs)
             kept: Dict[str, Any] = {}
 
-            async def run(a: Attempt) -> Done:
+            async def run(a: Attempt) -> Done[Any]:
                 _attempt.set(a)  # this task's context only
                 return _done(await self.inner.ainvoke(input, config, **kwargs), kept)
 
             try:
-                out = await arun(self.arbiter_client, spec, run)
+                out = await arun(self.arbiter_client, spec, run, executor=self.arbiter_guard.executor())
             except _ToolError as e:
                 return e.msg
             except ArbiterError as e:
@@ -215,7 +215,7 @@ def guard_tools(guards: Mapping[str, Guard], *, tools: Optional[Sequence[Any]] =
                                   handler: Callable[[ToolCallRequest], Awaitable[Any]]) -> Any:
             return await handler(self._guarded(request))
 
-    def _done(msg: Any, kept: Dict[str, Any]) -> Done:
+    def _done(msg: Any, kept: Dict[str, Any]) -> Done[Any]:
         kept["msg"] = msg
         if isinstance(msg, ToolMessage):
             if msg.status == "error":

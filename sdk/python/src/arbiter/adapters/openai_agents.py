@@ -53,7 +53,7 @@ from ..execute import Attempt, Spec
 from ..guard import Guard, arun
 from ..messages import model_message
 from ..outcomes import Classifier
-from ..types import APPROVED, AWAITING_APPROVAL, COMPENSATED, CONFIRMED, DENIED
+from ..types import APPROVED, AWAITING_APPROVAL, COMPENSATED, CONFIRMED, DENIED, EffectOrDefault
 from . import framework, model_answer
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def guarded_tool(
     *,
     tool: str,
     key: Union[str, Callable[..., str]],
-    effect: str = "",
+    effect: EffectOrDefault = "",
     params: Any = None,
     timeout: float = 0,
     reference: Union[str, Callable[..., str]] = "",

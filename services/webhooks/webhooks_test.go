@@ -1,10 +1,9 @@
-package services_test
+package webhooks_test
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/arbiter-ledger/arbiter/services/webhooks"
+	"github.com/arbiter-ledger/arbiter/services/webhooks/webhookstest"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
@@ -25,91 +25,9 @@ import (
 
 // The webhook suite: delivery, signatures, retries and endpoint health, on
 // both databases. Signatures are checked with the official Standard Webhooks
-// library, an oracle independent of services/signing.go. The outbox's
-// atomicity and the alert events are in webhook_outbox_test.go, address
-// checks in webhook_ssrf_test.go.
-
-// reply is one answer of a receiver.
-type reply struct {
-	status int
-	header map[string]string
-	body   string // default "reply <n>", n counting requests from 1
-}
-
-// receiver records what it is sent and answers with its replies in order,
-// then with fallback.
-type receiver struct {
-	mu       sync.Mutex
-	srv      *httptest.Server
-	replies  []reply
-	fallback reply
-	requests []received
-}
-
-type received struct {
-	header http.Header
-	body   []byte
-}
-
-// newReceiver answers with the given statuses, then 200.
-func newReceiver(t *testing.T, statuses ...int) *receiver {
-	rs := make([]reply, len(statuses))
-	for i, s := range statuses {
-		rs[i] = reply{status: s}
-	}
-	return newReceiverWith(t, reply{status: 200}, rs...)
-}
-
-// newReceiverWith answers with replies, then with fallback.
-func newReceiverWith(t *testing.T, fallback reply, replies ...reply) *receiver {
-	r := &receiver{replies: replies, fallback: fallback}
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		r.requests = append(r.requests, received{req.Header.Clone(), body})
-		n := len(r.requests)
-		rep := r.fallback
-		if len(r.replies) > 0 {
-			rep, r.replies = r.replies[0], r.replies[1:]
-		}
-		r.mu.Unlock()
-		for k, v := range rep.header {
-			w.Header().Set(k, v)
-		}
-		w.WriteHeader(rep.status)
-		if rep.body == "" {
-			rep.body = fmt.Sprintf("reply %d", n)
-		}
-		io.WriteString(w, rep.body)
-	}))
-	t.Cleanup(r.srv.Close)
-	return r
-}
-
-func (r *receiver) got() []received {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]received(nil), r.requests...)
-}
-
-// setFallback changes how the receiver answers once its replies are used.
-func (r *receiver) setFallback(rep reply) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.fallback = rep
-}
-
-// waitRequests waits until the receiver got n requests and returns them.
-func (r *receiver) waitRequests(t *testing.T, n int) []received {
-	t.Helper()
-	require.Eventually(t, func() bool { return len(r.got()) >= n }, 10*time.Second, 5*time.Millisecond,
-		"the receiver got %d requests, want %d", len(r.got()), n)
-	return r.got()
-}
-
-func admin() services.Principal {
-	return services.Principal{Kind: "api_key", ID: "admin", Name: "root", Role: services.RoleAdmin}
-}
+// library (webhookstest.Verify), an oracle independent of signing.go.
+// Address checks are in ssrf_test.go; the outbox's atomicity and the alerts
+// each change writes are the ledger's (services/webhook_outbox_test.go).
 
 // hookEnv is a fixture with the webhook service beside its ledger.
 type hookEnv struct {
@@ -119,40 +37,20 @@ type hookEnv struct {
 
 func newHookEnv(t *testing.T, st *services.Store) *hookEnv {
 	t.Helper()
-	return &hookEnv{fixture: newFixture(t, st, FixtureOpts{}),
-		hooks: webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true})}
+	return &hookEnv{fixture: newFixture(t, st),
+		hooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}})}
 }
 
-// EndpointOpts describes an endpoint to create.
-type EndpointOpts struct {
-	URL        string             // required
-	Events     []record.EventType // default: action.timed_out
-	Namespaces []string           // default: every namespace
-	Format     string             // default: standard
-}
-
-func (e *hookEnv) endpoint(t *testing.T, o EndpointOpts) *webhooks.Endpoint {
+func (e *hookEnv) endpoint(t *testing.T, o webhookstest.EndpointOpts) *webhooks.Endpoint {
 	t.Helper()
-	if o.Events == nil {
-		o.Events = []record.EventType{record.EventTimedOut}
-	}
-	in := webhooks.EndpointInput{URL: &o.URL, EventTypes: &o.Events}
-	if o.Namespaces != nil {
-		in.Namespaces = &o.Namespaces
-	}
-	if o.Format != "" {
-		in.Format = &o.Format
-	}
-	ep, err := e.hooks.CreateEndpoint(context.Background(), admin(), in)
-	require.NoError(t, err)
-	return ep
+	return webhookstest.Endpoint(t, e.hooks, o)
 }
 
 // timeOut records an intent for key with a one-second lease, lets it pass
 // and sweeps, which alerts action.timed_out.
 func (e *hookEnv) timeOut(t *testing.T, key string) *record.Action {
 	t.Helper()
-	res := submit(t, e.l, e.agent, intent(IntentOpts{Key: key, Timeout: 1}))
+	res := submit(t, e.l, e.agent, intent(key, 1))
 	require.Equal(t, record.OutcomeProceed, res.Outcome)
 	e.clock.Advance(2 * time.Second)
 	_, err := e.l.Sweep(context.Background())
@@ -163,86 +61,21 @@ func (e *hookEnv) timeOut(t *testing.T, key string) *record.Action {
 	return a
 }
 
-// deliveries lists an endpoint's deliveries, newest first.
 func (e *hookEnv) deliveries(t *testing.T, endpointID string) []*webhooks.Delivery {
 	t.Helper()
-	ds, err := e.hooks.EndpointDeliveries(context.Background(), admin(), endpointID, 100)
-	require.NoError(t, err)
-	return ds
+	return webhookstest.Deliveries(t, e.hooks, endpointID)
 }
 
-// waitDelivery waits until the endpoint's newest delivery satisfies ok.
 func (e *hookEnv) waitDelivery(t *testing.T, endpointID string, ok func(d *webhooks.Delivery) bool) *webhooks.Delivery {
 	t.Helper()
-	var last *webhooks.Delivery
-	require.Eventually(t, func() bool {
-		ds := e.deliveries(t, endpointID)
-		if len(ds) == 0 {
-			return false
-		}
-		last = ds[0]
-		return ok(last)
-	}, 10*time.Second, 5*time.Millisecond, "delivery never got there; last seen: %+v", last)
-	return last
+	return webhookstest.WaitDelivery(t, e.hooks, endpointID, ok)
 }
 
 func (e *hookEnv) getEndpoint(t *testing.T, id string) *webhooks.Endpoint {
 	t.Helper()
-	ep, err := e.hooks.Endpoint(context.Background(), admin(), id)
+	ep, err := e.hooks.Endpoint(context.Background(), webhookstest.Admin(), id)
 	require.NoError(t, err)
 	return ep
-}
-
-// DispatcherOpts configures a dispatcher under test.
-type DispatcherOpts struct {
-	Policy       *webhooks.AddressPolicy // default: private addresses allowed
-	Schedule     []time.Duration         // default: webhooks.RetrySchedule
-	DisableAfter time.Duration           // default: 5 days
-	PublicURL    string
-}
-
-// startDispatcher runs a dispatcher until the test ends. It polls every
-// 10 ms, since nothing wakes it in these tests.
-func startDispatcher(t *testing.T, st *services.Store, o DispatcherOpts) *webhooks.Dispatcher {
-	t.Helper()
-	policy := webhooks.AddressPolicy{AllowPrivate: true}
-	if o.Policy != nil {
-		policy = *o.Policy
-	}
-	d := webhooks.NewDispatcher(st, slog.New(slog.DiscardHandler), policy)
-	d.Poll = 10 * time.Millisecond
-	d.PublicURL = o.PublicURL
-	if o.Schedule != nil {
-		d.SetRetrySchedule(o.Schedule)
-	}
-	if o.DisableAfter > 0 {
-		d.DisableAfter = o.DisableAfter
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { d.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return d
-}
-
-// fast is a retry schedule of the real length in milliseconds.
-var fast = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond,
-	10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond}
-
-// verify checks a received message with the Standard Webhooks library.
-func verify(secret string, r received) error {
-	wh, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		return err
-	}
-	return wh.Verify(r.body, r.header)
-}
-
-func messageOf(t *testing.T, r received) services.MessageBody {
-	t.Helper()
-	var m services.MessageBody
-	require.NoError(t, json.Unmarshal(r.body, &m), "%s", r.body)
-	return m
 }
 
 // TestTimedOutActionIsDelivered: the sweeper's change writes an alert in
@@ -251,44 +84,44 @@ func TestTimedOutActionIsDelivered(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
-		rcv := newReceiver(t)
-		hooks := webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true})
-		ep, err := hooks.CreateEndpoint(ctx, admin(), webhooks.EndpointInput{URL: &rcv.srv.URL, EventTypes: &[]record.EventType{record.EventTimedOut}})
+		rcv := webhookstest.NewReceiver(t)
+		hooks := webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}})
+		ep, err := hooks.CreateEndpoint(ctx, webhookstest.Admin(), webhooks.EndpointInput{URL: &rcv.URL, EventTypes: &[]record.EventType{record.EventTimedOut}})
 		require.NoError(t, err)
 		require.Regexp(t, `^whsec_`, ep.Secret)
 
-		f := newFixture(t, st, FixtureOpts{})
-		submit(t, f.l, f.agent, intent(IntentOpts{Key: "k", Timeout: 1}))
+		f := newFixture(t, st)
+		submit(t, f.l, f.agent, intent("k", 1))
 		f.clock.Advance(2 * time.Second)
 		n, err := f.l.Sweep(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 
-		d := webhooks.NewDispatcher(st, slog.New(slog.DiscardHandler), webhooks.AddressPolicy{AllowPrivate: true})
+		d := webhooks.NewDispatcher(st, slog.New(slog.DiscardHandler), webhooks.DispatcherConfig{Policy: webhooks.AddressPolicy{AllowPrivate: true}})
 		dctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { d.Run(dctx); close(done) }()
-		require.Eventually(t, func() bool { return len(rcv.got()) == 1 }, 5*time.Second, 10*time.Millisecond)
+		require.Eventually(t, func() bool { return len(rcv.Got()) == 1 }, 5*time.Second, 10*time.Millisecond)
 		cancel()
 		<-done
 
-		req := rcv.got()[0]
+		req := rcv.Got()[0]
 		wh, err := standardwebhooks.NewWebhook(ep.Secret)
 		require.NoError(t, err)
-		require.NoError(t, wh.Verify(req.body, req.header), "the Standard Webhooks library accepts the signature")
+		require.NoError(t, wh.Verify(req.Body, req.Header), "the Standard Webhooks library accepts the signature")
 		var body services.MessageBody
-		require.NoError(t, json.Unmarshal(req.body, &body))
+		require.NoError(t, json.Unmarshal(req.Body, &body))
 		require.Equal(t, record.EventTimedOut, body.Type)
 		require.Equal(t, record.StatusTimedOut, body.Data.Action.Status)
 		require.Equal(t, record.TypeTimedOut, body.Data.Entry.Type)
 		require.Equal(t, 2, body.Data.Entry.Seq, "the entry's seq is the one the ledger assigned")
-		require.Equal(t, "application/json", req.header.Get("Content-Type"))
+		require.Equal(t, "application/json", req.Header.Get("Content-Type"))
 
-		ds, err := hooks.EndpointDeliveries(ctx, admin(), ep.ID, 10)
+		ds, err := hooks.EndpointDeliveries(ctx, webhookstest.Admin(), ep.ID, 10)
 		require.NoError(t, err)
 		require.Len(t, ds, 1)
 		require.Equal(t, webhooks.DeliverySucceeded, ds[0].State)
-		require.Equal(t, req.header.Get("webhook-id"), ds[0].WebhookID)
+		require.Equal(t, req.Header.Get("webhook-id"), ds[0].WebhookID)
 		require.Len(t, ds[0].Attempts, 1)
 		require.Equal(t, 200, *ds[0].Attempts[0].StatusCode)
 	})
@@ -302,45 +135,46 @@ func TestSignaturesDuringSecretRotation(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
-		rcv := newReceiver(t)
-		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL})
-		startDispatcher(t, st, DispatcherOpts{})
+		rcv := webhookstest.NewReceiver(t)
+		ep := e.endpoint(t, webhookstest.EndpointOpts{URL: rcv.URL})
+		webhookstest.StartDispatcher(t, st, webhookstest.DispatcherOpts{})
 
-		_, err := e.hooks.SendTest(ctx, admin(), ep.ID)
+		_, err := e.hooks.SendTest(ctx, webhookstest.Admin(), ep.ID)
 		require.NoError(t, err)
-		before := rcv.waitRequests(t, 1)[0]
-		require.Len(t, strings.Fields(before.header.Get("webhook-signature")), 1)
-		require.NoError(t, verify(ep.Secret, before))
+		before := rcv.WaitRequests(t, 1)[0]
+		require.Len(t, strings.Fields(before.Header.Get("webhook-signature")), 1)
+		require.NoError(t, webhookstest.Verify(ep.Secret, before))
 
-		rotated, err := e.hooks.RotateSecret(ctx, admin(), ep.ID)
+		rotated, err := e.hooks.RotateSecret(ctx, webhookstest.Admin(), ep.ID)
 		require.NoError(t, err)
 		require.Regexp(t, `^whsec_[A-Za-z0-9+/]{43}=$`, rotated.Secret, "32 random bytes")
 		require.NotEqual(t, ep.Secret, rotated.Secret)
 		require.Empty(t, e.getEndpoint(t, ep.ID).Secret, "the secret is shown only at creation and rotation")
 
-		_, err = e.hooks.SendTest(ctx, admin(), ep.ID)
+		_, err = e.hooks.SendTest(ctx, webhookstest.Admin(), ep.ID)
 		require.NoError(t, err)
-		during := rcv.waitRequests(t, 2)[1]
-		require.Len(t, strings.Fields(during.header.Get("webhook-signature")), 2, "one signature per active secret")
-		require.NoError(t, verify(rotated.Secret, during), "the new secret verifies")
-		require.NoError(t, verify(ep.Secret, during), "the old secret still verifies during the overlap")
-		require.ErrorIs(t, verify("whsec_"+strings.Repeat("A", 43)+"=", during), standardwebhooks.ErrNoMatchingSignature)
+		during := rcv.WaitRequests(t, 2)[1]
+		require.Len(t, strings.Fields(during.Header.Get("webhook-signature")), 2, "one signature per active secret")
+		require.NoError(t, webhookstest.Verify(rotated.Secret, during), "the new secret verifies")
+		require.NoError(t, webhookstest.Verify(ep.Secret, during), "the old secret still verifies during the overlap")
+		require.ErrorIs(t, webhookstest.Verify("whsec_"+strings.Repeat("A", 43)+"=", during), standardwebhooks.ErrNoMatchingSignature)
 		tampered := during
-		tampered.body = append([]byte(nil), during.body...)
-		tampered.body[len(tampered.body)-2] ^= 1
-		require.ErrorIs(t, verify(rotated.Secret, tampered), standardwebhooks.ErrNoMatchingSignature)
+		tampered.Body = append([]byte(nil), during.Body...)
+		tampered.Body[len(tampered.Body)-2] ^= 1
+		require.ErrorIs(t, webhookstest.Verify(rotated.Secret, tampered), standardwebhooks.ErrNoMatchingSignature)
 
 		// Rotate again as if 25 hours ago: the overlap of the second secret
 		// is over, so only the third one signs.
-		e.hooks.SetClock(func() time.Time { return time.Now().UTC().Add(-25 * time.Hour) })
-		third, err := e.hooks.RotateSecret(ctx, admin(), ep.ID)
+		e.hooks = webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true},
+			Now: func() time.Time { return time.Now().UTC().Add(-25 * time.Hour) }})
+		third, err := e.hooks.RotateSecret(ctx, webhookstest.Admin(), ep.ID)
 		require.NoError(t, err)
-		_, err = e.hooks.SendTest(ctx, admin(), ep.ID)
+		_, err = e.hooks.SendTest(ctx, webhookstest.Admin(), ep.ID)
 		require.NoError(t, err)
-		after := rcv.waitRequests(t, 3)[2]
-		require.Len(t, strings.Fields(after.header.Get("webhook-signature")), 1)
-		require.NoError(t, verify(third.Secret, after))
-		require.ErrorIs(t, verify(rotated.Secret, after), standardwebhooks.ErrNoMatchingSignature)
+		after := rcv.WaitRequests(t, 3)[2]
+		require.Len(t, strings.Fields(after.Header.Get("webhook-signature")), 1)
+		require.NoError(t, webhookstest.Verify(third.Secret, after))
+		require.ErrorIs(t, webhookstest.Verify(rotated.Secret, after), standardwebhooks.ErrNoMatchingSignature)
 	})
 }
 
@@ -351,19 +185,19 @@ func TestSendTestDeliversWebhookTest(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
-		rcv := newReceiver(t)
-		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL, Events: []record.EventType{record.EventFailed}})
-		queued, err := e.hooks.SendTest(ctx, admin(), ep.ID)
+		rcv := webhookstest.NewReceiver(t)
+		ep := e.endpoint(t, webhookstest.EndpointOpts{URL: rcv.URL, Events: []record.EventType{record.EventFailed}})
+		queued, err := e.hooks.SendTest(ctx, webhookstest.Admin(), ep.ID)
 		require.NoError(t, err)
 		require.Equal(t, webhooks.DeliveryPending, queued.State)
 		require.Equal(t, record.EventTest, record.EventType(queued.EventType))
 		require.Nil(t, queued.ActionID)
-		startDispatcher(t, st, DispatcherOpts{})
+		webhookstest.StartDispatcher(t, st, webhookstest.DispatcherOpts{})
 
-		r := rcv.waitRequests(t, 1)[0]
-		require.NoError(t, verify(ep.Secret, r))
-		require.Equal(t, queued.WebhookID, r.header.Get("webhook-id"))
-		m := messageOf(t, r)
+		r := rcv.WaitRequests(t, 1)[0]
+		require.NoError(t, webhookstest.Verify(ep.Secret, r))
+		require.Equal(t, queued.WebhookID, r.Header.Get("webhook-id"))
+		m := webhookstest.MessageOf(t, r)
 		require.Equal(t, record.EventTest, m.Type)
 		require.Equal(t, ep.ID, *m.Data.Endpoint)
 		require.Nil(t, m.Data.Action)
@@ -371,18 +205,10 @@ func TestSendTestDeliversWebhookTest(t *testing.T) {
 		require.Equal(t, queued.ID, d.ID)
 
 		_, err = e.hooks.SendTest(ctx, e.operator, ep.ID)
-		requireCode(t, services.CodeForbidden, err)
-		_, err = e.hooks.SendTest(ctx, admin(), "0193f2b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b")
-		requireCode(t, services.CodeNotFound, err)
+		webhookstest.RequireCode(t, services.CodeForbidden, err)
+		_, err = e.hooks.SendTest(ctx, webhookstest.Admin(), "0193f2b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b")
+		webhookstest.RequireCode(t, services.CodeNotFound, err)
 	})
-}
-
-func requireCode(t *testing.T, code string, err error, what ...any) {
-	t.Helper()
-	require.Error(t, err, what...)
-	e, ok := services.AsError(err)
-	require.True(t, ok, "a coded error, got %v", err)
-	require.Equal(t, code, e.Code, "%s (%v)", e.Message, what)
 }
 
 // TestFailingReceiverGetsTheSameMessageUntilItSucceeds: three 500s and then
@@ -392,19 +218,19 @@ func TestFailingReceiverGetsTheSameMessageUntilItSucceeds(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		e := newHookEnv(t, st)
 		long := strings.Repeat("x", 5000)
-		rcv := newReceiverWith(t, reply{status: 200, body: "thanks"},
-			reply{status: 500, body: long}, reply{status: 500}, reply{status: 500})
-		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL})
+		rcv := webhookstest.NewReceiverWith(t, webhookstest.Reply{Status: 200, Body: "thanks"},
+			webhookstest.Reply{Status: 500, Body: long}, webhookstest.Reply{Status: 500}, webhookstest.Reply{Status: 500})
+		ep := e.endpoint(t, webhookstest.EndpointOpts{URL: rcv.URL})
 		e.timeOut(t, "k")
-		startDispatcher(t, st, DispatcherOpts{Schedule: fast})
+		webhookstest.StartDispatcher(t, st, webhookstest.DispatcherOpts{Schedule: webhookstest.Fast})
 
 		d := e.waitDelivery(t, ep.ID, func(d *webhooks.Delivery) bool { return d.State == webhooks.DeliverySucceeded })
-		reqs := rcv.got()
+		reqs := rcv.Got()
 		require.Len(t, reqs, 4)
 		for i, r := range reqs {
-			require.Equal(t, d.WebhookID, r.header.Get("webhook-id"), "request %d", i+1)
-			require.Equal(t, reqs[0].body, r.body, "request %d carries the same message", i+1)
-			require.NoError(t, verify(ep.Secret, r), "request %d", i+1)
+			require.Equal(t, d.WebhookID, r.Header.Get("webhook-id"), "request %d", i+1)
+			require.Equal(t, reqs[0].Body, r.Body, "request %d carries the same message", i+1)
+			require.NoError(t, webhookstest.Verify(ep.Secret, r), "request %d", i+1)
 		}
 		require.Equal(t, 4, d.AttemptCount)
 		require.Equal(t, 200, *d.LastStatus)
@@ -439,10 +265,10 @@ func TestDeliveryFailsWhenTheScheduleRunsOut(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		e := newHookEnv(t, st)
-		rcv := newReceiverWith(t, reply{status: 502})
-		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL})
+		rcv := webhookstest.NewReceiverWith(t, webhookstest.Reply{Status: 502})
+		ep := e.endpoint(t, webhookstest.EndpointOpts{URL: rcv.URL})
 		e.timeOut(t, "k")
-		startDispatcher(t, st, DispatcherOpts{Schedule: fast[:2]})
+		webhookstest.StartDispatcher(t, st, webhookstest.DispatcherOpts{Schedule: webhookstest.Fast[:2]})
 
 		d := e.waitDelivery(t, ep.ID, func(d *webhooks.Delivery) bool { return d.State == webhooks.DeliveryFailed })
 		require.Equal(t, 3, d.AttemptCount)
@@ -451,7 +277,7 @@ func TestDeliveryFailsWhenTheScheduleRunsOut(t *testing.T) {
 		require.Equal(t, "receiver answered 502", *d.LastError)
 		require.Nil(t, d.NextAttemptAt)
 		time.Sleep(100 * time.Millisecond)
-		require.Len(t, rcv.got(), 3, "a failed delivery is not sent again")
+		require.Len(t, rcv.Got(), 3, "a failed delivery is not sent again")
 		ep = e.getEndpoint(t, ep.ID)
 		require.True(t, ep.Enabled, "far from DisableAfter, the endpoint stays enabled")
 		require.NotNil(t, ep.FailingSince)
@@ -472,17 +298,17 @@ func TestRetryAfterDelaysTheNextAttempt(t *testing.T) {
 			{"120", 120 * time.Second},
 			{date.Format(http.TimeFormat), time.Hour - 5*time.Second},
 		}
-		rcvs := make([]*receiver, len(cases))
+		rcvs := make([]*webhookstest.Receiver, len(cases))
 		eps := make([]*webhooks.Endpoint, len(cases))
 		for i, c := range cases {
-			rcvs[i] = newReceiverWith(t, reply{status: 200}, reply{status: 503, header: map[string]string{"Retry-After": c.retryAfter}})
-			eps[i] = e.endpoint(t, EndpointOpts{URL: rcvs[i].srv.URL})
+			rcvs[i] = webhookstest.NewReceiverWith(t, webhookstest.Reply{Status: 200}, webhookstest.Reply{Status: 503, Header: map[string]string{"Retry-After": c.retryAfter}})
+			eps[i] = e.endpoint(t, webhookstest.EndpointOpts{URL: rcvs[i].URL})
 		}
 		// A short Retry-After is honoured too, and the retry then succeeds.
-		short := newReceiverWith(t, reply{status: 200}, reply{status: 503, header: map[string]string{"Retry-After": "1"}})
-		shortEP := e.endpoint(t, EndpointOpts{URL: short.srv.URL})
+		short := webhookstest.NewReceiverWith(t, webhookstest.Reply{Status: 200}, webhookstest.Reply{Status: 503, Header: map[string]string{"Retry-After": "1"}})
+		shortEP := e.endpoint(t, webhookstest.EndpointOpts{URL: short.URL})
 		e.timeOut(t, "k")
-		startDispatcher(t, st, DispatcherOpts{Schedule: fast})
+		webhookstest.StartDispatcher(t, st, webhookstest.DispatcherOpts{Schedule: webhookstest.Fast})
 
 		for i, c := range cases {
 			d := e.waitDelivery(t, eps[i].ID, func(d *webhooks.Delivery) bool { return d.AttemptCount == 1 })
@@ -495,7 +321,7 @@ func TestRetryAfterDelaysTheNextAttempt(t *testing.T) {
 		require.Len(t, d.Attempts, 2)
 		require.GreaterOrEqual(t, d.Attempts[1].AttemptedAt.Sub(d.Attempts[0].AttemptedAt), time.Second)
 		for i := range cases {
-			require.Len(t, rcvs[i].got(), 1, "no retry before Retry-After")
+			require.Len(t, rcvs[i].Got(), 1, "no retry before Retry-After")
 		}
 	})
 }
@@ -506,10 +332,10 @@ func TestGoneDisablesTheEndpoint(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		e := newHookEnv(t, st)
-		rcv := newReceiver(t, http.StatusGone)
-		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL})
+		rcv := webhookstest.NewReceiver(t, http.StatusGone)
+		ep := e.endpoint(t, webhookstest.EndpointOpts{URL: rcv.URL})
 		e.timeOut(t, "k1")
-		startDispatcher(t, st, DispatcherOpts{Schedule: fast})
+		webhookstest.StartDispatcher(t, st, webhookstest.DispatcherOpts{Schedule: webhookstest.Fast})
 
 		d := e.waitDelivery(t, ep.ID, func(d *webhooks.Delivery) bool { return d.State == webhooks.DeliveryFailed })
 		require.Equal(t, 1, d.AttemptCount)
@@ -521,7 +347,7 @@ func TestGoneDisablesTheEndpoint(t *testing.T) {
 		e.timeOut(t, "k2")
 		time.Sleep(100 * time.Millisecond)
 		require.Len(t, e.deliveries(t, ep.ID), 1, "a disabled endpoint gets no new deliveries")
-		require.Len(t, rcv.got(), 1)
+		require.Len(t, rcv.Got(), 1)
 	})
 }
 
@@ -533,11 +359,11 @@ func TestFailingEndpointIsDisabledAfterDisableAfter(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
-		rcv := newReceiverWith(t, reply{status: 500})
-		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL})
+		rcv := webhookstest.NewReceiverWith(t, webhookstest.Reply{Status: 500})
+		ep := e.endpoint(t, webhookstest.EndpointOpts{URL: rcv.URL})
 		e.timeOut(t, "k")
 		every := 40 * time.Millisecond
-		startDispatcher(t, st, DispatcherOpts{DisableAfter: 100 * time.Millisecond,
+		webhookstest.StartDispatcher(t, st, webhookstest.DispatcherOpts{DisableAfter: 100 * time.Millisecond,
 			Schedule: []time.Duration{every, every, every, every, every, every, every}})
 
 		require.Eventually(t, func() bool { return !e.getEndpoint(t, ep.ID).Enabled }, 10*time.Second, 5*time.Millisecond)
@@ -548,13 +374,13 @@ func TestFailingEndpointIsDisabledAfterDisableAfter(t *testing.T) {
 		require.Equal(t, webhooks.DeliveryPending, d.State, "the message waits for the endpoint to come back")
 		require.GreaterOrEqual(t, d.AttemptCount, 2)
 		require.Less(t, d.AttemptCount, 8)
-		sent := len(rcv.got())
+		sent := len(rcv.Got())
 		require.Equal(t, d.AttemptCount, sent)
 		time.Sleep(150 * time.Millisecond)
-		require.Len(t, rcv.got(), sent, "nothing is sent to a disabled endpoint")
+		require.Len(t, rcv.Got(), sent, "nothing is sent to a disabled endpoint")
 
-		rcv.setFallback(reply{status: 200})
-		enabled, err := e.hooks.UpdateEndpoint(ctx, admin(), ep.ID, webhooks.EndpointInput{Enabled: new(true)})
+		rcv.SetFallback(webhookstest.Reply{Status: 200})
+		enabled, err := e.hooks.UpdateEndpoint(ctx, webhookstest.Admin(), ep.ID, webhooks.EndpointInput{Enabled: new(true)})
 		require.NoError(t, err)
 		require.True(t, enabled.Enabled)
 		require.Nil(t, enabled.DisabledReason)
@@ -571,28 +397,28 @@ func TestDisabledEndpointGetsNothingUntilEnabled(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
-		rcv := newReceiver(t)
-		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL})
+		rcv := webhookstest.NewReceiver(t)
+		ep := e.endpoint(t, webhookstest.EndpointOpts{URL: rcv.URL})
 		first := e.timeOut(t, "before")
-		off, err := e.hooks.UpdateEndpoint(ctx, admin(), ep.ID, webhooks.EndpointInput{Enabled: new(false)})
+		off, err := e.hooks.UpdateEndpoint(ctx, webhookstest.Admin(), ep.ID, webhooks.EndpointInput{Enabled: new(false)})
 		require.NoError(t, err)
 		require.False(t, off.Enabled)
 		require.Equal(t, "disabled by an admin", *off.DisabledReason)
 		e.timeOut(t, "while-disabled")
-		startDispatcher(t, st, DispatcherOpts{})
+		webhookstest.StartDispatcher(t, st, webhookstest.DispatcherOpts{})
 
 		time.Sleep(200 * time.Millisecond)
-		require.Empty(t, rcv.got())
+		require.Empty(t, rcv.Got())
 		ds := e.deliveries(t, ep.ID)
 		require.Len(t, ds, 1, "alerts written while disabled are not queued")
 		require.Equal(t, webhooks.DeliveryPending, ds[0].State)
 
-		_, err = e.hooks.UpdateEndpoint(ctx, admin(), ep.ID, webhooks.EndpointInput{Enabled: new(true)})
+		_, err = e.hooks.UpdateEndpoint(ctx, webhookstest.Admin(), ep.ID, webhooks.EndpointInput{Enabled: new(true)})
 		require.NoError(t, err)
-		r := rcv.waitRequests(t, 1)[0]
-		require.Equal(t, first.ID, messageOf(t, r).Data.Action.ID)
+		r := rcv.WaitRequests(t, 1)[0]
+		require.Equal(t, first.ID, webhookstest.MessageOf(t, r).Data.Action.ID)
 		time.Sleep(100 * time.Millisecond)
-		require.Len(t, rcv.got(), 1)
+		require.Len(t, rcv.Got(), 1)
 	})
 }
 
@@ -603,31 +429,31 @@ func TestRedeliverKeepsTheWebhookID(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
-		rcv := newReceiver(t)
-		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL})
+		rcv := webhookstest.NewReceiver(t)
+		ep := e.endpoint(t, webhookstest.EndpointOpts{URL: rcv.URL})
 		e.timeOut(t, "k")
-		startDispatcher(t, st, DispatcherOpts{})
+		webhookstest.StartDispatcher(t, st, webhookstest.DispatcherOpts{})
 		old := e.waitDelivery(t, ep.ID, func(d *webhooks.Delivery) bool { return d.State == webhooks.DeliverySucceeded })
 
-		again, err := e.hooks.Redeliver(ctx, admin(), old.ID)
+		again, err := e.hooks.Redeliver(ctx, webhookstest.Admin(), old.ID)
 		require.NoError(t, err)
 		require.NotEqual(t, old.ID, again.ID)
 		require.Equal(t, old.WebhookID, again.WebhookID)
 		require.Equal(t, old.MessageID, again.MessageID)
 		require.Equal(t, webhooks.DeliveryPending, again.State)
 
-		reqs := rcv.waitRequests(t, 2)
-		require.Equal(t, reqs[0].header.Get("webhook-id"), reqs[1].header.Get("webhook-id"))
-		require.Equal(t, reqs[0].body, reqs[1].body)
-		require.NoError(t, verify(ep.Secret, reqs[1]))
+		reqs := rcv.WaitRequests(t, 2)
+		require.Equal(t, reqs[0].Header.Get("webhook-id"), reqs[1].Header.Get("webhook-id"))
+		require.Equal(t, reqs[0].Body, reqs[1].Body)
+		require.NoError(t, webhookstest.Verify(ep.Secret, reqs[1]))
 		newest := e.waitDelivery(t, ep.ID, func(d *webhooks.Delivery) bool { return d.State == webhooks.DeliverySucceeded })
 		require.Equal(t, again.ID, newest.ID)
 		require.Len(t, e.deliveries(t, ep.ID), 2)
 
 		_, err = e.hooks.Redeliver(ctx, e.operator, old.ID)
-		requireCode(t, services.CodeForbidden, err)
-		_, err = e.hooks.Redeliver(ctx, admin(), "not-a-uuid")
-		requireCode(t, services.CodeNotFound, err)
+		webhookstest.RequireCode(t, services.CodeForbidden, err)
+		_, err = e.hooks.Redeliver(ctx, webhookstest.Admin(), "not-a-uuid")
+		webhookstest.RequireCode(t, services.CodeNotFound, err)
 	})
 }
 
@@ -638,8 +464,8 @@ func TestSlackFormat(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
-		rcv := newReceiver(t)
-		ep := e.endpoint(t, EndpointOpts{URL: rcv.srv.URL, Format: webhooks.FormatSlack,
+		rcv := webhookstest.NewReceiver(t)
+		ep := e.endpoint(t, webhookstest.EndpointOpts{URL: rcv.URL, Format: webhooks.FormatSlack,
 			Events: []record.EventType{record.EventTimedOut, record.EventDecided}})
 		key := `refund:<b>&"x"`
 		raw := fmt.Sprintf(`{"key":%q,"type":"intent","tool":"pay<!channel>","reference":"<!here> & co","timeout":1}`, key)
@@ -651,12 +477,12 @@ func TestSlackFormat(t *testing.T) {
 		require.NoError(t, err)
 		_, _, err = e.l.Decide(ctx, e.operator, a.ID, services.DecisionInput{Decision: "abandon", Reason: "<@U123> & <script>"})
 		require.NoError(t, err)
-		startDispatcher(t, st, DispatcherOpts{PublicURL: "https://arbiter.example.com/"})
+		webhookstest.StartDispatcher(t, st, webhookstest.DispatcherOpts{PublicURL: "https://arbiter.example.com/"})
 
-		reqs := rcv.waitRequests(t, 2)
+		reqs := rcv.WaitRequests(t, 2)
 		byText := map[record.EventType]string{}
 		for _, r := range reqs {
-			require.NoError(t, verify(ep.Secret, r), "Slack messages are signed too")
+			require.NoError(t, webhookstest.Verify(ep.Secret, r), "Slack messages are signed too")
 			var m struct {
 				Text   string `json:"text"`
 				Blocks []struct {
@@ -667,7 +493,7 @@ func TestSlackFormat(t *testing.T) {
 					} `json:"text"`
 				} `json:"blocks"`
 			}
-			require.NoError(t, json.Unmarshal(r.body, &m), "%s", r.body)
+			require.NoError(t, json.Unmarshal(r.Body, &m), "%s", r.Body)
 			require.Len(t, m.Blocks, 1)
 			require.Equal(t, "section", m.Blocks[0].Type)
 			require.Equal(t, "mrkdwn", m.Blocks[0].Text.Type)
@@ -696,7 +522,7 @@ func TestEndpointManagement(t *testing.T) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
 		url := "http://127.0.0.1:9/hook"
-		ep, err := e.hooks.CreateEndpoint(ctx, admin(), webhooks.EndpointInput{URL: &url,
+		ep, err := e.hooks.CreateEndpoint(ctx, webhookstest.Admin(), webhooks.EndpointInput{URL: &url,
 			EventTypes: &[]record.EventType{record.EventTimedOut, record.EventDecided, record.EventTimedOut}})
 		require.NoError(t, err)
 		require.Equal(t, []record.EventType{record.EventDecided, record.EventTimedOut}, ep.EventTypes, "sorted, without duplicates")
@@ -705,14 +531,14 @@ func TestEndpointManagement(t *testing.T) {
 		require.True(t, ep.Enabled)
 		require.Nil(t, ep.DisabledReason)
 
-		list, err := e.hooks.Endpoints(ctx, admin())
+		list, err := e.hooks.Endpoints(ctx, webhookstest.Admin())
 		require.NoError(t, err)
 		require.Len(t, list, 1)
 		require.Equal(t, ep.ID, list[0].ID)
 		require.Empty(t, list[0].Secret)
 
 		desc, slack := "on-call", webhooks.FormatSlack
-		changed, err := e.hooks.UpdateEndpoint(ctx, admin(), ep.ID, webhooks.EndpointInput{
+		changed, err := e.hooks.UpdateEndpoint(ctx, webhookstest.Admin(), ep.ID, webhooks.EndpointInput{
 			Description: &desc, Format: &slack, Namespaces: &[]string{e.ns}})
 		require.NoError(t, err)
 		require.Equal(t, "on-call", changed.Description)
@@ -729,22 +555,22 @@ func TestEndpointManagement(t *testing.T) {
 			"bad namespace": {URL: &url, EventTypes: &[]record.EventType{record.EventTimedOut}, Namespaces: &[]string{"Not OK"}},
 			"long desc":     {URL: &url, EventTypes: &[]record.EventType{record.EventTimedOut}, Description: new(strings.Repeat("d", 1025))},
 		} {
-			_, err := e.hooks.CreateEndpoint(ctx, admin(), in)
-			requireCode(t, services.CodeInvalid, err, name)
+			_, err := e.hooks.CreateEndpoint(ctx, webhookstest.Admin(), in)
+			webhookstest.RequireCode(t, services.CodeInvalid, err, name)
 		}
 		_, err = e.hooks.CreateEndpoint(ctx, e.operator, webhooks.EndpointInput{URL: &url, EventTypes: &[]record.EventType{record.EventTimedOut}})
-		requireCode(t, services.CodeForbidden, err)
+		webhookstest.RequireCode(t, services.CodeForbidden, err)
 		_, err = e.hooks.Endpoints(ctx, e.agent)
-		requireCode(t, services.CodeForbidden, err)
+		webhookstest.RequireCode(t, services.CodeForbidden, err)
 
-		_, err = e.hooks.SendTest(ctx, admin(), ep.ID)
+		_, err = e.hooks.SendTest(ctx, webhookstest.Admin(), ep.ID)
 		require.NoError(t, err)
-		require.NoError(t, e.hooks.DeleteEndpoint(ctx, admin(), ep.ID))
-		_, err = e.hooks.Endpoint(ctx, admin(), ep.ID)
-		requireCode(t, services.CodeNotFound, err)
-		requireCode(t, services.CodeNotFound, e.hooks.DeleteEndpoint(ctx, admin(), ep.ID))
-		n, err := st.CountRows(ctx, "webhook_deliveries")
-		require.NoError(t, err)
+		require.NoError(t, e.hooks.DeleteEndpoint(ctx, webhookstest.Admin(), ep.ID))
+		_, err = e.hooks.Endpoint(ctx, webhookstest.Admin(), ep.ID)
+		webhookstest.RequireCode(t, services.CodeNotFound, err)
+		webhookstest.RequireCode(t, services.CodeNotFound, e.hooks.DeleteEndpoint(ctx, webhookstest.Admin(), ep.ID))
+		var n int
+		require.NoError(t, st.Gorm().WithContext(ctx).Raw(`SELECT count(*) FROM webhook_deliveries`).Scan(&n).Error)
 		require.Zero(t, n, "deleting an endpoint deletes its deliveries")
 	})
 }
@@ -755,23 +581,23 @@ func TestQueueStats(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, st *services.Store) {
 		ctx := context.Background()
 		e := newHookEnv(t, st)
-		ep := e.endpoint(t, EndpointOpts{URL: "http://127.0.0.1:9/"})
-		d := webhooks.NewDispatcher(st, slog.New(slog.DiscardHandler), webhooks.AddressPolicy{})
-		q, err := d.Queue(ctx)
+		ep := e.endpoint(t, webhookstest.EndpointOpts{URL: "http://127.0.0.1:9/"})
+		queue := webhooks.QueueOf(st)
+		q, err := queue(ctx)
 		require.NoError(t, err)
 		require.Equal(t, webhooks.QueueStats{}, q)
-		_, err = e.hooks.SendTest(ctx, admin(), ep.ID)
+		_, err = e.hooks.SendTest(ctx, webhookstest.Admin(), ep.ID)
 		require.NoError(t, err)
 		time.Sleep(20 * time.Millisecond)
-		q, err = d.Queue(ctx)
+		q, err = queue(ctx)
 		require.NoError(t, err)
 		require.EqualValues(t, 1, q.Pending)
 		require.Greater(t, q.OldestPendingAge, 10*time.Millisecond)
 		require.Less(t, q.OldestPendingAge, time.Minute)
 
-		_, err = e.hooks.UpdateEndpoint(ctx, admin(), ep.ID, webhooks.EndpointInput{Enabled: new(false)})
+		_, err = e.hooks.UpdateEndpoint(ctx, webhookstest.Admin(), ep.ID, webhooks.EndpointInput{Enabled: new(false)})
 		require.NoError(t, err)
-		q, err = d.Queue(ctx)
+		q, err = queue(ctx)
 		require.NoError(t, err)
 		require.Equal(t, webhooks.QueueStats{}, q, "a disabled endpoint's deliveries wait for an admin, not for the dispatcher")
 	})
@@ -793,26 +619,26 @@ func TestSlowEndpointDoesNotHoldUpOthers(t *testing.T) {
 			}
 		}))
 		t.Cleanup(slow.Close)
-		slowEP := e.endpoint(t, EndpointOpts{URL: slow.URL})
+		slowEP := e.endpoint(t, webhookstest.EndpointOpts{URL: slow.URL})
 		for range 20 {
-			_, err := e.hooks.SendTest(ctx, admin(), slowEP.ID)
+			_, err := e.hooks.SendTest(ctx, webhookstest.Admin(), slowEP.ID)
 			require.NoError(t, err)
 		}
 		time.Sleep(5 * time.Millisecond)
-		fast := newReceiver(t)
-		fastEP := e.endpoint(t, EndpointOpts{URL: fast.srv.URL})
-		_, err := e.hooks.SendTest(ctx, admin(), fastEP.ID)
+		fast := webhookstest.NewReceiver(t)
+		fastEP := e.endpoint(t, webhookstest.EndpointOpts{URL: fast.URL})
+		_, err := e.hooks.SendTest(ctx, webhookstest.Admin(), fastEP.ID)
 		require.NoError(t, err)
 
-		d := webhooks.NewDispatcher(st, slog.New(slog.DiscardHandler), webhooks.AddressPolicy{AllowPrivate: true})
-		d.Poll, d.Workers, d.PerEndpoint = 10*time.Millisecond, 4, 2
+		d := webhooks.NewDispatcher(st, slog.New(slog.DiscardHandler), webhooks.DispatcherConfig{Policy: webhooks.AddressPolicy{AllowPrivate: true},
+			Poll: 10 * time.Millisecond, Workers: 4, PerEndpoint: 2})
 		dctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { d.Run(dctx); close(done) }()
 		t.Cleanup(func() { close(release); cancel(); <-done })
 
 		start := time.Now()
-		fast.waitRequests(t, 1)
+		fast.WaitRequests(t, 1)
 		require.Less(t, time.Since(start), 2*time.Second)
 	})
 }
@@ -839,13 +665,16 @@ func logLeases(t *testing.T, st *services.Store) func(endpointID string) int {
 		}
 	}
 	for _, q := range stmts {
-		require.NoError(t, st.ExecForTest(ctx, q), q)
+		require.NoError(t, st.GormWriter().WithContext(ctx).Exec(q).Error, q)
 	}
 	return func(endpointID string) int {
 		t.Helper()
-		n, err := st.IntForTest(ctx, `SELECT max(leased) FROM lease_log WHERE endpoint_id = '`+endpointID+`'`)
-		require.NoError(t, err)
-		return n
+		var n *int // NULL before the first lease
+		require.NoError(t, st.Gorm().WithContext(ctx).Raw(`SELECT max(leased) FROM lease_log WHERE endpoint_id = ?`, endpointID).Scan(&n).Error)
+		if n == nil {
+			return 0
+		}
+		return *n
 	}
 }
 
@@ -892,19 +721,19 @@ func TestClaimTakesOnlyFreeSlots(t *testing.T) {
 			return r.inFlight, len(r.ids), total
 		}
 		a, b := newSlow(), newSlow()
-		epA := e.endpoint(t, EndpointOpts{URL: a.srv.URL})
-		epB := e.endpoint(t, EndpointOpts{URL: b.srv.URL})
+		epA := e.endpoint(t, webhookstest.EndpointOpts{URL: a.srv.URL})
+		epB := e.endpoint(t, webhookstest.EndpointOpts{URL: b.srv.URL})
 		const each = 10
 		for _, ep := range []string{epA.ID, epB.ID} {
 			for range each {
-				_, err := e.hooks.SendTest(ctx, admin(), ep)
+				_, err := e.hooks.SendTest(ctx, webhookstest.Admin(), ep)
 				require.NoError(t, err)
 			}
 		}
 		maxLeased := logLeases(t, st)
 
-		d := webhooks.NewDispatcher(st, slog.New(slog.DiscardHandler), webhooks.AddressPolicy{AllowPrivate: true})
-		d.Poll, d.Workers, d.PerEndpoint = 10*time.Millisecond, 5, 3
+		d := webhooks.NewDispatcher(st, slog.New(slog.DiscardHandler), webhooks.DispatcherConfig{Policy: webhooks.AddressPolicy{AllowPrivate: true},
+			Poll: 10 * time.Millisecond, Workers: 5, PerEndpoint: 3})
 		dctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { d.Run(dctx); close(done) }()

@@ -1,4 +1,4 @@
-package services_test
+package webhooks_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/arbiter-ledger/arbiter/services/webhooks"
+	"github.com/arbiter-ledger/arbiter/services/webhooks/webhookstest"
 
 	"github.com/arbiter-ledger/arbiter/services/record"
 
@@ -66,9 +67,9 @@ func TestPrivateAddressesAreRefusedAtCreation(t *testing.T) {
 			"metadata.example": {"169.254.169.254"},
 			"v6.example":       {"::1"},
 		})
-		strict := webhooks.New(st, webhooks.AddressPolicy{Resolver: dns})
+		strict := webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{Resolver: dns}})
 		create := func(w *webhooks.Webhooks, u string) error {
-			_, err := w.CreateEndpoint(ctx, admin(), webhooks.EndpointInput{URL: &u, EventTypes: &[]record.EventType{record.EventTimedOut}})
+			_, err := w.CreateEndpoint(ctx, webhookstest.Admin(), webhooks.EndpointInput{URL: &u, EventTypes: &[]record.EventType{record.EventTimedOut}})
 			return err
 		}
 		for _, u := range []string{
@@ -81,23 +82,23 @@ func TestPrivateAddressesAreRefusedAtCreation(t *testing.T) {
 			"ftp://public.example/", "file:///etc/passwd", "javascript:alert(1)", "public.example/hook", "",
 			"http://user:pass@public.example/", "https://token@public.example/",
 		} {
-			requireCode(t, services.CodeInvalid, create(strict, u), u)
+			webhookstest.RequireCode(t, services.CodeInvalid, create(strict, u), u)
 		}
 		for _, u := range []string{"https://public.example/hook", "http://93.184.216.34:8080/x", "http://[2606:2800:220:1::1]/"} {
 			require.NoError(t, create(strict, u), u)
 		}
 
-		ep, err := strict.CreateEndpoint(ctx, admin(), webhooks.EndpointInput{URL: new("https://public.example/"), EventTypes: &[]record.EventType{record.EventTimedOut}})
+		ep, err := strict.CreateEndpoint(ctx, webhookstest.Admin(), webhooks.EndpointInput{URL: new("https://public.example/"), EventTypes: &[]record.EventType{record.EventTimedOut}})
 		require.NoError(t, err)
-		_, err = strict.UpdateEndpoint(ctx, admin(), ep.ID, webhooks.EndpointInput{URL: new("http://internal.example/")})
-		requireCode(t, services.CodeInvalid, err, "changing the URL is checked too")
+		_, err = strict.UpdateEndpoint(ctx, webhookstest.Admin(), ep.ID, webhooks.EndpointInput{URL: new("http://internal.example/")})
+		webhookstest.RequireCode(t, services.CodeInvalid, err, "changing the URL is checked too")
 
-		open := webhooks.New(st, webhooks.AddressPolicy{AllowPrivate: true, Resolver: dns})
+		open := webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true, Resolver: dns}})
 		for _, u := range []string{"http://127.0.0.1/hook", "http://localhost:9/", "http://internal.example/", "http://10.0.0.1/"} {
 			require.NoError(t, create(open, u), "allowed with AllowPrivate: %s", u)
 		}
 		for _, u := range []string{"ftp://public.example/", "http://user:pass@127.0.0.1/"} {
-			requireCode(t, services.CodeInvalid, create(open, u), "AllowPrivate allows addresses, not schemes or credentials: %s", u)
+			webhookstest.RequireCode(t, services.CodeInvalid, create(open, u), "AllowPrivate allows addresses, not schemes or credentials: %s", u)
 		}
 	})
 }
@@ -113,16 +114,15 @@ func TestRebindingIsRefusedAtSendTime(t *testing.T) {
 		e := newHookEnv(t, st)
 		dns := newFakeDNS(map[string][]string{"hooks.example": {"93.184.216.34"}})
 		strict := webhooks.AddressPolicy{Resolver: dns}
-		e.hooks = webhooks.New(st, strict)
-		rcv := newReceiver(t)
-		port := must(url.Parse(rcv.srv.URL)).Port()
-		ep := e.endpoint(t, EndpointOpts{URL: "http://hooks.example:" + port + "/hook"})
+		e.hooks = webhooks.New(st, webhooks.Config{Policy: strict})
+		rcv := webhookstest.NewReceiver(t)
+		port := must(url.Parse(rcv.URL)).Port()
+		ep := e.endpoint(t, webhookstest.EndpointOpts{URL: "http://hooks.example:" + port + "/hook"})
 
 		dns.set("hooks.example", "127.0.0.1")
 		e.timeOut(t, "k1")
 		dctx, stop := context.WithCancel(ctx)
-		d := webhooks.NewDispatcher(st, slog.New(slog.DiscardHandler), strict)
-		d.Poll = 10 * time.Millisecond
+		d := webhooks.NewDispatcher(st, slog.New(slog.DiscardHandler), webhooks.DispatcherConfig{Policy: strict, Poll: 10 * time.Millisecond})
 		done := make(chan struct{})
 		go func() { d.Run(dctx); close(done) }()
 		got := e.waitDelivery(t, ep.ID, func(d *webhooks.Delivery) bool { return d.AttemptCount > 0 })
@@ -133,13 +133,13 @@ func TestRebindingIsRefusedAtSendTime(t *testing.T) {
 		a := got.Attempts[0]
 		require.Nil(t, a.StatusCode)
 		require.Contains(t, *a.Error, "refusing to connect to hooks.example: it resolves to a loopback address (127.0.0.1)")
-		require.Empty(t, rcv.got(), "nothing reached the receiver")
+		require.Empty(t, rcv.Got(), "nothing reached the receiver")
 
-		startDispatcher(t, st, DispatcherOpts{Policy: &webhooks.AddressPolicy{AllowPrivate: true, Resolver: dns}})
+		webhookstest.StartDispatcher(t, st, webhookstest.DispatcherOpts{Policy: &webhooks.AddressPolicy{AllowPrivate: true, Resolver: dns}})
 		e.timeOut(t, "k2")
-		r := rcv.waitRequests(t, 1)[0]
-		require.NoError(t, verify(ep.Secret, r))
-		require.Equal(t, "k2", messageOf(t, r).Data.Action.Key)
+		r := rcv.WaitRequests(t, 1)[0]
+		require.NoError(t, webhookstest.Verify(ep.Secret, r))
+		require.Equal(t, "k2", webhookstest.MessageOf(t, r).Data.Action.Key)
 	})
 }
 
