@@ -141,11 +141,18 @@ func TestMethodsSendTheirRoute(t *testing.T) {
 			_, err := c.PolicyVersions(ctx, id)
 			return err
 		},
-		"TestPolicy": func() error { _, err := c.TestPolicy(ctx, PolicyTest{}); return err },
-		"Health":     func() error { return c.Health(ctx) },
-		"Ready":      func() error { return c.Ready(ctx) },
-		"Metrics":    func() error { _, err := c.Metrics(ctx); return err },
-		"OpenAPI":    func() error { _, err := c.OpenAPI(ctx); return err },
+		"TestPolicy":    func() error { _, err := c.TestPolicy(ctx, PolicyTest{}); return err },
+		"CreateLimit":   func() error { _, err := c.CreateLimit(ctx, LimitInput{}); return err },
+		"Limits":        func() error { _, err := c.Limits(ctx, "ns"); return err },
+		"Limit":         func() error { _, err := c.Limit(ctx, id); return err },
+		"UpdateLimit":   func() error { _, err := c.UpdateLimit(ctx, id, LimitInput{}); return err },
+		"DeleteLimit":   func() error { return c.DeleteLimit(ctx, id) },
+		"LimitVersions": func() error { _, err := c.LimitVersions(ctx, id); return err },
+		"LimitUsage":    func() error { _, err := c.LimitUsage(ctx, id, "c_1"); return err },
+		"Health":        func() error { return c.Health(ctx) },
+		"Ready":         func() error { return c.Ready(ctx) },
+		"Metrics":       func() error { _, err := c.Metrics(ctx); return err },
+		"OpenAPI":       func() error { _, err := c.OpenAPI(ctx); return err },
 	}
 	for name := range routes {
 		if _, ok := calls[name]; !ok {

@@ -17,6 +17,7 @@ type Policy struct {
 	ApprovalsRequired int       `json:"approvals_required"`
 	ExpiresAfter      int       `json:"expires_after"` // seconds
 	EscalateAfter     *int      `json:"escalate_after"`
+	Mode              string    `json:"mode"` // ModeEnforce or ModeShadow: a shadow policy records what it would hold
 	Enabled           bool      `json:"enabled"`
 	Version           int       `json:"version"`
 	CreatedAt         time.Time `json:"created_at"`
@@ -33,6 +34,7 @@ type PolicyInput struct {
 	ApprovalsRequired *int      `json:"approvals_required,omitempty"`
 	ExpiresAfter      *int      `json:"expires_after,omitempty"`
 	EscalateAfter     *int      `json:"escalate_after,omitempty"` // 0 on a change removes it
+	Mode              *string   `json:"mode,omitempty"`
 	Enabled           *bool     `json:"enabled,omitempty"`
 }
 

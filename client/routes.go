@@ -43,6 +43,14 @@ var routes = map[string]route{
 	"PolicyVersions": {http.MethodGet, "/v1/policies/{id}/versions"},
 	"TestPolicy":     {http.MethodPost, "/v1/policies/test"},
 
+	"CreateLimit":   {http.MethodPost, "/v1/limits"},
+	"Limits":        {http.MethodGet, "/v1/limits"},
+	"Limit":         {http.MethodGet, "/v1/limits/{id}"},
+	"UpdateLimit":   {http.MethodPatch, "/v1/limits/{id}"},
+	"DeleteLimit":   {http.MethodDelete, "/v1/limits/{id}"},
+	"LimitVersions": {http.MethodGet, "/v1/limits/{id}/versions"},
+	"LimitUsage":    {http.MethodGet, "/v1/limits/{id}/usage"},
+
 	"Health":  {http.MethodGet, "/healthz"},
 	"Ready":   {http.MethodGet, "/readyz"},
 	"Metrics": {http.MethodGet, "/metrics"},

@@ -70,6 +70,12 @@ func TestTypesHaveTheSchemasFields(t *testing.T) {
 		"Actor":          reflect.TypeFor[client.Actor](),
 		"Reconciliation": reflect.TypeFor[record.Reconciliation](),
 		"LookupAnswer":   reflect.TypeFor[record.LookupAnswer](),
+		"Limit":          reflect.TypeFor[client.Limit](),
+		"LimitInput":     reflect.TypeFor[client.LimitInput](),
+		"LimitUsage":     reflect.TypeFor[client.LimitUsage](),
+		"LimitCharge":    reflect.TypeFor[client.LimitCharge](),
+		"ApprovalLimit":  reflect.TypeFor[client.ApprovalLimit](),
+		"GroupUsage":     reflect.TypeFor[client.GroupUsage](),
 	} {
 		s, ok := doc.Components.Schemas[schema]
 		if !ok {

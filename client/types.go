@@ -139,6 +139,9 @@ type Action struct {
 	// compensation underway: the lookups of the current attempt and the
 	// last answer, and how the compensation went.
 	Reconciliation *record.Reconciliation `json:"reconciliation"`
+	// Limits are the charges of the limits its first intent matched; nil
+	// when none did.
+	Limits []LimitCharge `json:"limits"`
 }
 
 // Approval is what an action held for approval needs and has.
@@ -148,7 +151,10 @@ type Approval struct {
 	ExpiresAt  time.Time        `json:"expires_at"`
 	EscalateAt *time.Time       `json:"escalate_at"`
 	Policies   []ApprovalPolicy `json:"policies"`
-	Rejection  *ApprovalVote    `json:"rejection"`
+	// Limits are the limits whose max the action would exceed; the people
+	// who approve it let it run over them.
+	Limits    []ApprovalLimit `json:"limits"`
+	Rejection *ApprovalVote   `json:"rejection"`
 }
 
 // ApprovalVote is one person's yes, or the rejection.

@@ -13,11 +13,13 @@ type Policy struct {
 	ApprovalsRequired int
 	ExpiresAfter      int
 	EscalateAfter     *int
-	Enabled           bool
-	Version           int
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
-	DeletedAt         *time.Time
+	// Mode is enforce, or shadow: evaluated and recorded, never enforced.
+	Mode      string
+	Enabled   bool
+	Version   int
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	DeletedAt *time.Time
 }
 
 // PolicyVersion is a policy as it was at one version, as JSON.

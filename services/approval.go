@@ -51,6 +51,10 @@ type ApprovalQuery struct {
 type asked struct {
 	req *record.ApprovalRequest
 	err error
+	// limits are the limits the intent matches (limits.go), and limitErr
+	// why the limiter could not say.
+	limits   []LimitMatch
+	limitErr error
 	// at is the time the approver was asked with; the request's times are
 	// moved to the time the intent is recorded (requestAt).
 	at time.Time
@@ -59,12 +63,16 @@ type asked struct {
 // ask asks the approver about in before any write, if in is an intent that
 // may be the first of its key (one of a key known to exist is not asked).
 func (l *Ledger) ask(ctx context.Context, p Principal, in *EntryInput) *asked {
-	if l.approver == nil || in.Type != record.TypeIntent || l.known.has(p.Namespace, in.Key) {
+	if (l.approver == nil && l.limiter == nil) || in.Type != record.TypeIntent || l.known.has(p.Namespace, in.Key) {
 		return nil
 	}
 	now := l.now()
 	req, err := l.approvalFor(ctx, p.Namespace, in, p.Name, now)
-	return &asked{req: req, err: err, at: now}
+	a := &asked{req: req, err: err, at: now}
+	if l.limiter != nil {
+		a.limits, a.limitErr = l.limiter.Limits(ctx, l.queryFor(p.Namespace, in, p.Name, now))
+	}
+	return a
 }
 
 // requestAt is what the intent needs when recorded at now: asked's answer
@@ -95,6 +103,11 @@ func (l *Ledger) approvalFor(ctx context.Context, ns string, in *EntryInput, key
 	if l.approver == nil || in.Type != record.TypeIntent {
 		return nil, nil
 	}
+	return l.approver.Require(ctx, l.queryFor(ns, in, keyName, now))
+}
+
+// queryFor is what the approver and the limiter read of a first intent.
+func (l *Ledger) queryFor(ns string, in *EntryInput, keyName string, now time.Time) ApprovalQuery {
 	q := ApprovalQuery{Namespace: ns, Tool: *in.Tool, Effect: string(record.EffectUnkeyed), Agent: keyName,
 		Params: in.Params, Now: now}
 	if in.Effect != nil {
@@ -106,7 +119,7 @@ func (l *Ledger) approvalFor(ctx context.Context, ns string, in *EntryInput, key
 	if in.RunID != nil {
 		q.RunID = *in.RunID
 	}
-	return l.approver.Require(ctx, q)
+	return q
 }
 
 // approvalRequest is what a first intent needs before it may run, or nil:
@@ -115,6 +128,18 @@ func (l *Ledger) approvalFor(ctx context.Context, ns string, in *EntryInput, key
 // of approvals and the earliest deadlines win.
 func approvalRequest(s *step) *record.ApprovalRequest {
 	req := s.approval
+	if req != nil && req.Required == 0 {
+		req = nil // only shadow policies matched
+	}
+	if holds, required := limitHolds(s.limits); len(holds) > 0 {
+		if req == nil {
+			req = &record.ApprovalRequest{ExpiresAt: s.now.Add(DefaultApprovalExpiry), Policies: []record.PolicyRef{}}
+		} else {
+			c := *req
+			req = &c
+		}
+		req.Limits, req.Required = holds, max(req.Required, required)
+	}
 	if s.in.RequireApproval == nil || !*s.in.RequireApproval {
 		return req
 	}
@@ -137,11 +162,14 @@ func holdForApproval(pl plan, req *record.ApprovalRequest) plan {
 	a := pl.next
 	a.Status, a.Attempt, a.LeaseUntil = record.StatusAwaitingApproval, 0, nil
 	a.Approval = &record.Approval{Required: req.Required, Approvals: []record.Vote{}, ExpiresAt: req.ExpiresAt,
-		EscalateAt: req.EscalateAt, Policies: req.Policies, Error: req.Error}
+		EscalateAt: req.EscalateAt, Policies: req.Policies, Limits: req.Limits, Error: req.Error}
 	p := pl.record.payload.(*record.IntentPayload)
 	p.Approval = req
 	pl.outcome, pl.record.attempt = record.OutcomePendingApproval, nil
 	pl.events = []record.EventType{record.EventApprovalRequested}
+	if len(req.Limits) > 0 {
+		pl.events = append(pl.events, record.EventLimitExceeded)
+	}
 	return pl
 }
 

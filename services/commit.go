@@ -34,7 +34,8 @@ type unit struct {
 }
 
 // errNeedsTx means a plan makes two changes (plan.then), which must commit
-// together: the caller decides again in a transaction.
+// together, or a first intent is charged to limits under their groups'
+// locks (limits.go): the caller decides again in a transaction.
 var errNeedsTx = errors.New("ledger: the change needs a transaction")
 
 // systemActor writes the changes that follow from an agent's entry.

@@ -46,8 +46,13 @@ const (
 	CodeApprovalExpired = "approval_expired"
 	// CodeApproverUnknown refuses an approval by a key that belongs to no
 	// person: approvals count people.
-	CodeApproverUnknown             = "approver_unknown"
-	CodeInvalidPolicy               = "invalid_policy"
+	CodeApproverUnknown = "approver_unknown"
+	CodeInvalidPolicy   = "invalid_policy"
+	// CodeInvalidLimit refuses a limit whose CEL does not compile to the
+	// type its field needs.
+	CodeInvalidLimit = "invalid_limit"
+	// CodeLimitExceeded answers a first intent a deny limit refused.
+	CodeLimitExceeded               = "limit_exceeded"
 	CodeDuplicateRiskUnacknowledged = "duplicate_risk_unacknowledged"
 	CodeConflict                    = "conflict"
 	CodeUnavailable                 = "unavailable"

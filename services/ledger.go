@@ -37,6 +37,7 @@ type Ledger struct {
 	grouped func(entries int)
 	// approver holds first intents its policies catch (nil: none).
 	approver Approver
+	limiter  Limiter
 	// waiting are the requests waiting for a decision on an action.
 	waiting waiters
 	// known are keys recently created or read (batch.go).
@@ -79,6 +80,8 @@ type LedgerConfig struct {
 	// (the agent's own late outcome) or "operator" (a person's decision).
 	// The share resolved without a person is what lookups are for.
 	OnTimeoutResolved func(by string)
+	// Limiter finds the limits first intents are charged to (nil: none).
+	Limiter Limiter
 	// Now is the ledger's clock (nil: Now); tests move a clock of their own
 	// instead of sleeping.
 	Now func() time.Time
@@ -91,7 +94,7 @@ func NewLedger(st *Store, cfg LedgerConfig) *Ledger {
 		cfg.Now = Now
 	}
 	l := &Ledger{st: st, now: cfg.Now, rules: rules, deadlines: deadlines, singleWriter: c.SingleWriter,
-		approver: cfg.Approver, alerted: cfg.OnAlert, grouped: cfg.OnGroup, approvalDecided: cfg.OnApprovalDecided,
+		approver: cfg.Approver, limiter: cfg.Limiter, alerted: cfg.OnAlert, grouped: cfg.OnGroup, approvalDecided: cfg.OnApprovalDecided,
 		lookupAnswered: cfg.OnLookupAnswered, timeoutResolved: cfg.OnTimeoutResolved}
 	l.waiting.left = func(ctx context.Context, ids []string) ([]string, error) {
 		return st.ex.ActionLeftStatus(ctx, ids, record.StatusAwaitingApproval)
@@ -227,6 +230,12 @@ func (l *Ledger) applyAll(ctx context.Context, u *unit, items []*groupItem) erro
 // key: if that creates the action, it.ch holds the change and it reports
 // true. Whether the key is new is learnt by writing.
 func (l *Ledger) decideNew(ctx context.Context, it *groupItem, now time.Time) (bool, error) {
+	if it.asked != nil && it.asked.limitErr != nil {
+		return false, it.asked.limitErr
+	}
+	if it.asked.limited() {
+		return false, nil // charged under its groups' locks, by apply in a transaction
+	}
 	actor := actorOf(it.p, it.in)
 	req, err := l.requestAt(ctx, it.asked, it.p, it.in, now)
 	if err != nil {
@@ -314,15 +323,29 @@ func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput
 			}
 		}
 		var req *record.ApprovalRequest
+		var checks []record.LimitCheck
 		if act == nil {
 			if req, err = l.requestAt(ctx, a, p, in, now); err != nil {
 				return EntryResult{}, err
+			}
+			matches, err := l.limitsFor(ctx, a, p, in)
+			if err != nil {
+				return EntryResult{}, err
+			}
+			if len(matches) > 0 {
+				if !u.tx {
+					return EntryResult{}, errNeedsTx
+				}
+				if checks, err = l.checkLimits(ctx, u, matches, now); err != nil {
+					return EntryResult{}, err
+				}
 			}
 		}
 		if dup {
 			pl = plan{outcome: record.OutcomeDuplicate}
 		} else {
-			pl = l.rules.transition(&step{now: now, ns: p.Namespace, act: act, in: in, actor: actor, approval: req})
+			pl = l.rules.transition(&step{now: now, ns: p.Namespace, act: act, in: in, actor: actor, approval: req,
+				limits: checks})
 		}
 		res := EntryResult{Key: in.Key, Type: in.Type, Outcome: pl.outcome, Error: pl.err}
 		if pl.record == nil {
@@ -338,6 +361,11 @@ func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput
 		}
 		if !written[0] {
 			continue // lost a race: read again and decide again
+		}
+		if len(checks) > 0 && act == nil {
+			if err := u.ex.LimitChargeInsert(ctx, chargesOf(ch.Next, checks, now)); err != nil {
+				return EntryResult{}, DBError("ledger: record limit charges", err)
+			}
 		}
 		res = answerWith(in, pl, ch)
 		if act == nil {

@@ -3,6 +3,7 @@ package services
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/arbiter-ledger/arbiter/services/record"
@@ -53,6 +54,9 @@ type step struct {
 	// approval is what the policies require of a first intent, asked
 	// before deciding (nil: nothing).
 	approval *record.ApprovalRequest
+	// limits are how the limits the first intent matched judge it, its
+	// groups locked (limits.go).
+	limits []record.LimitCheck
 }
 
 // plan is what a rule decides. next nil means the action does not change;
@@ -138,7 +142,7 @@ var rules = ruleTable{
 		record.StatusCompensationRequested: compensateIntent, // takes the compensation's lease
 		record.StatusAwaitingApproval:      unlessExpired(answer(record.OutcomePendingApproval)),
 		record.StatusApproved:              unlessExpired(startAttempt),
-		record.StatusDenied:                answer(record.OutcomeDenied),
+		record.StatusDenied:                intentAfterDenial,
 	},
 	evHeartbeat: {
 		record.StatusInProgress:            heartbeat,
@@ -316,6 +320,27 @@ func (t ruleTable) transition(s *step) plan {
 	return r(s)
 }
 
+// intentAfterDenial answers an intent for a denied action: denied, and when
+// a limit denied it (no approval was asked), limit_exceeded as for its first
+// intent, so a retry learns why.
+func intentAfterDenial(s *step) plan {
+	pl := plan{outcome: record.OutcomeDenied}
+	if s.act.Approval != nil {
+		return pl
+	}
+	var over []string
+	for _, c := range s.act.Limits {
+		if c.Exceeded {
+			over = append(over, fmt.Sprintf("%q (version %d) in group %q", c.Name, c.Version, c.Group))
+		}
+	}
+	if len(over) > 0 {
+		pl.err = Errorf(CodeLimitExceeded, "a limit denied this action when its first intent came; it exceeded %s",
+			strings.Join(over, ", "))
+	}
+	return pl
+}
+
 func answer(outcome record.Outcome) rule {
 	return func(*step) plan { return plan{outcome: outcome} }
 }
@@ -367,6 +392,12 @@ func createAction(s *step) plan {
 	}
 	pl := plan{outcome: record.OutcomeProceed, next: a,
 		record: &recordSpec{typ: record.TypeIntent, attempt: &one, payload: intentPayload(in)}}
+	if s.approval != nil && len(s.approval.Shadow) > 0 {
+		pl.record.payload.(*record.IntentPayload).ShadowPolicies = s.approval.Shadow
+	}
+	if limitPlan(&pl, s.limits) {
+		return pl
+	}
 	if req := approvalRequest(s); req != nil {
 		return holdForApproval(pl, req)
 	}

@@ -38,6 +38,7 @@ var actionFieldTestids = map[string]string{
 	"updated_at":     "action-updated",
 	"approval":       "action-approval",
 	"reconciliation": "action-reconciliation",
+	"limits":         "action-limits",
 }
 
 var actionFieldsNotShown = map[string]string{}
@@ -57,7 +58,8 @@ func TestActionPageShowsEveryField(t *testing.T) {
 		ExternalRef: &ref, CreatedAt: created, UpdatedAt: updated,
 		Approval: &record.Approval{Required: 2, ExpiresAt: now.Add(time.Hour),
 			Policies: []record.PolicyRef{{ID: "p1", Name: "large refunds", Version: 1}}},
-		Reconciliation: &record.Reconciliation{LookupAttempt: 3, Lookups: 1, CompensationError: &lookupErr}}
+		Reconciliation: &record.Reconciliation{LookupAttempt: 3, Lookups: 1, CompensationError: &lookupErr},
+		Limits:         []record.LimitCharge{{ID: "l1", Name: "daily refunds", Version: 2, Group: "c_1", Amount: 50, Exceeded: true}}}
 
 	fields := map[string]reflect.Value{}
 	rv := reflect.ValueOf(a).Elem()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -437,12 +438,15 @@ func approvalCount(ap *record.Approval) string {
 // policiesText names the policy versions that caught an action, or says
 // the intent asked for approval itself.
 func policiesText(ap *record.Approval) string {
-	if len(ap.Policies) == 0 {
+	if len(ap.Policies) == 0 && len(ap.Limits) == 0 {
 		return "the intent asked for approval (require_approval)"
 	}
-	names := make([]string, len(ap.Policies))
-	for i, p := range ap.Policies {
-		names[i] = fmt.Sprintf("%s (version %d)", p.Name, p.Version)
+	names := make([]string, 0, len(ap.Policies)+len(ap.Limits))
+	for _, p := range ap.Policies {
+		names = append(names, fmt.Sprintf("%s (version %d)", p.Name, p.Version))
+	}
+	for _, l := range ap.Limits {
+		names = append(names, "limit "+limitOverText(l))
 	}
 	s := strings.Join(names, ", ")
 	if ap.Error != "" {
@@ -511,3 +515,21 @@ func invalidDecisionText(message string) string {
 	}
 	return "Nothing was written: the form did not come from this page as it is now (a field is missing or belongs to another decision). Reload the page and decide again."
 }
+
+// limitOverText says how an intent would take a limit's group over its max:
+// "daily refunds (version 2), group c_1: 480 used + 50 > 500".
+func limitOverText(l record.ApprovalLimit) string {
+	return fmt.Sprintf("%s (version %d), %s: %s used + %s > %s", l.Name, l.Version, groupText(l.Group),
+		amountText(l.Used), amountText(l.Amount), amountText(l.Max))
+}
+
+// groupText names a limit's group; the empty group is the namespace's one.
+func groupText(g string) string {
+	if g == "" {
+		return "the whole namespace"
+	}
+	return "group " + g
+}
+
+// amountText writes an amount as short as it is exact: 50, 12.5.
+func amountText(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

@@ -91,6 +91,7 @@ var webhookEvents = []struct {
 	{record.EventApprovalEscalated, "an approval waited past its escalation time"},
 	{record.EventApprovalExpired, "an approval expired: the action is denied"},
 	{record.EventReconciled, "a lookup answered for a timed-out action"},
+	{record.EventLimitExceeded, "a limit held or denied an intent"},
 }
 
 func webhookPath(id string, what ...string) string {

@@ -44,8 +44,9 @@ func newEnvWith(t *testing.T, st *services.Store, tune func(*accounts.Accounts))
 	t.Helper()
 	logs := &bytes.Buffer{}
 	approvals := policies.New(st)
+	limits := policies.NewLimits(st)
 	metrics := web.NewMetrics(st.CountByStatus, nil)
-	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals, OnGroup: metrics.ObserveGroup,
+	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals, Limiter: limits, OnGroup: metrics.ObserveGroup,
 		OnApprovalDecided: metrics.ObserveApproval, OnLookupAnswered: metrics.ObserveLookup,
 		OnTimeoutResolved: metrics.ObserveTimeoutResolved})
 	accts := accounts.New(st)
@@ -53,7 +54,7 @@ func newEnvWith(t *testing.T, st *services.Store, tune func(*accounts.Accounts))
 		tune(accts)
 	}
 	keys := accounts.NewKeys(st)
-	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: keys, Accounts: accts, Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}), Policies: approvals,
+	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: keys, Accounts: accts, Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}), Policies: approvals, Limits: limits,
 		Metrics: metrics, Log: slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

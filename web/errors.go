@@ -33,6 +33,8 @@ var statusOf = map[string]int{
 	services.CodeApprovalExpired:             http.StatusConflict,
 	services.CodeApproverUnknown:             http.StatusForbidden,
 	services.CodeInvalidPolicy:               http.StatusBadRequest,
+	services.CodeInvalidLimit:                http.StatusBadRequest,
+	services.CodeLimitExceeded:               http.StatusConflict,
 	services.CodeConflict:                    http.StatusConflict,
 	services.CodeTooManyMatched:              http.StatusConflict,
 	services.CodeUnavailable:                 http.StatusServiceUnavailable,

@@ -26,8 +26,10 @@ type Deps struct {
 	Accounts *accounts.Accounts
 	Webhooks *webhooks.Webhooks
 	Policies *policies.Service
-	Metrics  *Metrics
-	Log      *slog.Logger
+	// Limits serves /v1/limits; nil leaves the routes out.
+	Limits  *policies.Limits
+	Metrics *Metrics
+	Log     *slog.Logger
 	// SecureCookies makes session cookies Secure with the __Host- prefix
 	// even when PublicURL is not https (an https PublicURL does it too).
 	SecureCookies bool
@@ -107,6 +109,16 @@ func New(d Deps) *echo.Echo {
 		api.PATCH("/policies/:id", pol.update, notPolicyTest, key)
 		api.DELETE("/policies/:id", pol.delete, notPolicyTest, key)
 		api.GET("/policies/:id/versions", pol.versions, key)
+	}
+	if d.Limits != nil {
+		lim := &limitsHandler{limits: d.Limits}
+		api.POST("/limits", lim.create, key)
+		api.GET("/limits", lim.list, key)
+		api.GET("/limits/:id", lim.get, key)
+		api.PATCH("/limits/:id", lim.update, key)
+		api.DELETE("/limits/:id", lim.delete, key)
+		api.GET("/limits/:id/versions", lim.versions, key)
+		api.GET("/limits/:id/usage", lim.usage, key)
 	}
 	hooks := &webhooksHandler{hooks: d.Webhooks}
 	api.POST("/webhooks", hooks.create, key)

@@ -200,8 +200,10 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 	dispatcher := webhooks.NewDispatcher(st, log, dcfg)
 	hooks := webhooks.New(st, webhooks.Config{Policy: policy, OnQueued: dispatcher.Wake})
 	approvals := policies.New(st)
+	limits := policies.NewLimits(st)
 	ledger := services.NewLedger(st, services.LedgerConfig{
 		Approver:          approvals,
+		Limiter:           limits,
 		OnAlert:           dispatcher.Wake,
 		OnGroup:           metrics.ObserveGroup,
 		OnApprovalDecided: metrics.ObserveApproval,
@@ -223,7 +225,7 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 		maxWaiters = -1 // none waits
 	}
 	handler := web.New(web.Deps{MaxWaiters: maxWaiters, Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accts,
-		Webhooks: hooks, Policies: approvals, Metrics: metrics, Log: log, PublicURL: s.PublicURL, Done: ctx.Done(),
+		Webhooks: hooks, Policies: approvals, Limits: limits, Metrics: metrics, Log: log, PublicURL: s.PublicURL, Done: ctx.Done(),
 		TrustedProxies: trusted, MetricsElsewhere: s.MetricsAddr != "", SSO: signOn, LocalPasswordsOff: s.passwordsOff(),
 		WriteTimeout: s.writeTimeout()})
 

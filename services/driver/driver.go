@@ -153,6 +153,21 @@ type Executor interface {
 	// number and newest change of waiting actions and of alerts.
 	TriageStamp(ctx context.Context, p *TriageParams) (string, error)
 
+	// LimitUse reads the counted use of each (limit, group) of ps, for a
+	// first intent about to be charged to them. On PostgreSQL each group's
+	// lock is taken first, in the order given (the ledger sorts), and held
+	// until the transaction ends, so two charges of one group are decided
+	// one after the other and groups do not wait for each other; SQLite's
+	// single writer decides one at a time already. Call it in a
+	// transaction.
+	LimitUse(ctx context.Context, ps []LimitUseParams) ([]float64, error)
+	// LimitChargeInsert records charges, in the transaction that creates
+	// their actions.
+	LimitChargeInsert(ctx context.Context, cs []LimitCharge) error
+	// LimitUsage reads the groups of a limit with the most counted use at
+	// Now, at most Limit of them, or only Group when it is set.
+	LimitUsage(ctx context.Context, p *LimitUsageParams) ([]*LimitGroupUse, error)
+
 	// DeliveryClaim leases due deliveries for a dispatcher.
 	DeliveryClaim(ctx context.Context, p *DeliveryClaimParams) ([]*ClaimedDelivery, error)
 	// DeliveryRecordAttempt keeps one attempt, moves its delivery on and
@@ -386,4 +401,50 @@ type SeedParams struct {
 	TimedOut     int
 	LongTimeline int
 	Now          time.Time
+}
+
+// LimitUncounted are the statuses whose actions' charges stop counting: the
+// action did not happen (denied, failed) or was undone (compensated).
+// Every other status counts, an unknown outcome above all: it may have
+// happened.
+var LimitUncounted = []record.Status{record.StatusDenied, record.StatusFailed, record.StatusCompensated}
+
+// A charge counts toward its group while it is younger than its limit's
+// window, its action's status is not in LimitUncounted, and it is not held
+// (its action waits for approval because it exceeded this limit: it counts
+// once people approve it).
+
+// LimitUseParams names one group of one limit and the start of its window:
+// charges at or before Since no longer count.
+type LimitUseParams struct {
+	LimitID, Group string
+	Since          time.Time
+	// Lock is the group's lock on PostgreSQL (a hash of the limit and the
+	// group; two groups sharing one only wait for each other).
+	Lock int64
+}
+
+// LimitCharge is one charge as stored.
+type LimitCharge struct {
+	LimitID, Group, ActionID string
+	Amount                   float64
+	ChargedAt                time.Time
+	Held                     bool
+}
+
+// LimitUsageParams asks for a limit's use at Now over its window.
+type LimitUsageParams struct {
+	LimitID string
+	Since   time.Time
+	Group   string // only this group when set
+	Limit   int
+}
+
+// LimitGroupUse is one group's counted use: the sum of its counting charges,
+// how many actions they are and when the oldest was charged.
+type LimitGroupUse struct {
+	Group    string
+	Used     float64
+	Actions  int
+	OldestAt time.Time
 }

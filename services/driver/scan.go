@@ -22,10 +22,10 @@ type Scanner interface{ Scan(dest ...any) error }
 func ScanAction(row Scanner, head ...any) (*record.Action, error) {
 	var a record.Action
 	var lease, deadline sql.NullTime
-	var params, result, approval, recon []byte
+	var params, result, approval, recon, limits []byte
 	err := row.Scan(append(head, &a.ID, &a.Namespace, &a.Key, &a.Tool, &a.Effect, &a.Status, &a.Attempt, &a.Version,
 		&lease, &deadline, &a.Reference, &a.Agent, &a.RunID, &a.Fingerprint, &params, &result, &a.ExternalRef,
-		&a.Retriable, &a.EntrySeq, &a.CreatedAt, &a.UpdatedAt, &approval, &recon)...)
+		&a.Retriable, &a.EntrySeq, &a.CreatedAt, &a.UpdatedAt, &approval, &recon, &limits)...)
 	if err != nil {
 		return nil, err
 	}
@@ -33,6 +33,9 @@ func ScanAction(row Scanner, head ...any) (*record.Action, error) {
 		return nil, err
 	}
 	if a.Reconciliation, err = record.UnmarshalStoredReconciliation(recon); err != nil {
+		return nil, err
+	}
+	if a.Limits, err = record.UnmarshalLimits(limits); err != nil {
 		return nil, err
 	}
 	a.LeaseUntil, a.Deadline = UTCOrNil(lease), UTCOrNil(deadline)

@@ -70,15 +70,26 @@ type program struct {
 // compile type-checks a condition and returns its program; the error is the
 // compiler's message, for the person who wrote it.
 func compile(condition string) (*program, error) {
-	if strings.TrimSpace(condition) == "" {
+	return compileAs(condition, "the condition", "a bool", types.BoolType)
+}
+
+// compileAs type-checks an expression that must be of one of the types
+// wanted (what says which field it is, kind what it must be, for the
+// message) and returns its program; nil for an empty expression.
+func compileAs(expr, what, kind string, wanted ...*types.Type) (*program, error) {
+	if strings.TrimSpace(expr) == "" {
 		return nil, nil
 	}
-	ast, iss := celEnv.Compile(condition)
+	ast, iss := celEnv.Compile(expr)
 	if iss != nil && iss.Err() != nil {
 		return nil, fmt.Errorf("%s", iss.Err().Error())
 	}
-	if ast.OutputType() != types.BoolType {
-		return nil, fmt.Errorf("the condition is of type %s; it must be a bool", ast.OutputType())
+	ok := false
+	for _, t := range wanted {
+		ok = ok || ast.OutputType().IsExactType(t)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%s is of type %s; it must be %s", what, ast.OutputType(), kind)
 	}
 	// A condition whose cost the checker can bound below the limit runs
 	// without counting its cost; the others count it as they run, which
@@ -139,13 +150,26 @@ func evalIn(ctx context.Context, prg *program, act interpreter.Activation) (bool
 	if prg == nil {
 		return true, nil
 	}
+	out, err := evalValue(ctx, prg, act)
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.Value().(bool)
+	if !ok {
+		return false, fmt.Errorf("the condition gave %v, not a bool", out.Value())
+	}
+	return b, nil
+}
+
+// evalValue runs a program on an activation under the bounds evalIn says.
+func evalValue(ctx context.Context, prg *program, act interpreter.Activation) (ref.Val, error) {
 	var out ref.Val
 	var err error
 	if prg.bounded {
 		select {
 		case running <- struct{}{}:
 		case <-ctx.Done():
-			return false, context.Cause(ctx)
+			return nil, context.Cause(ctx)
 		}
 		ctx, cancel := context.WithTimeoutCause(ctx, evalTimeout, errTooLong)
 		out, _, err = prg.prg.ContextEval(ctx, act)
@@ -155,13 +179,12 @@ func evalIn(ctx context.Context, prg *program, act interpreter.Activation) (bool
 		out, _, err = prg.prg.Eval(act)
 	}
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	b, ok := out.Value().(bool)
-	if !ok {
-		return false, fmt.Errorf("the condition gave %v, not a bool", out.Value())
+	if types.IsError(out) {
+		return nil, fmt.Errorf("%v", out)
 	}
-	return b, nil
+	return out, nil
 }
 
 // matchTool reports whether tool matches pattern, where * matches any run

@@ -8,3 +8,6 @@ func SetTestBudget(s *Service, d time.Duration) { s.testBudget = d }
 // Slowdown is how much slower code runs in this test binary (the race
 // detector), for tests that bound a time.
 const Slowdown = slowdown
+
+// SetLimitsClock gives s the clock its usage answers count windows on.
+func SetLimitsClock(s *Limits, now func() time.Time) { s.now = now }

@@ -88,7 +88,9 @@ func (s *Service) program(p *Policy) (*program, error) {
 // fails at run time, or reaches its cost or time bound (cel.go), counts as
 // a match (fail closed) and its error is kept.
 // Of several matches, the largest number of approvals and the earliest
-// expiry and escalation win.
+// expiry and escalation win. A policy in shadow mode that matches is only
+// listed (Shadow): the request then needs no approval unless another
+// policy asks for it (Required 0).
 func (s *Service) Require(ctx context.Context, q services.ApprovalQuery) (*record.ApprovalRequest, error) {
 	ps, err := s.enabled(ctx, q.Namespace)
 	if err != nil || len(ps) == 0 {
@@ -127,6 +129,10 @@ func (s *Service) Require(ctx context.Context, q services.ApprovalQuery) (*recor
 		ref := record.PolicyRef{ID: p.ID, Name: p.Name, Version: p.Version}
 		if evalErr != nil {
 			ref.Error = evalErr.Error()
+		}
+		if p.Mode == record.LimitShadow {
+			req.Shadow = append(req.Shadow, ref) // recorded, not enforced
+			continue
 		}
 		req.Policies = append(req.Policies, ref)
 		req.Required = max(req.Required, p.ApprovalsRequired)

@@ -42,18 +42,21 @@ const (
 
 // Policy is a policy as the API shows it.
 type Policy struct {
-	ID                string    `json:"id"`
-	Namespace         string    `json:"namespace"`
-	Name              string    `json:"name"`
-	Tools             []string  `json:"tools"`
-	Condition         string    `json:"condition"`
-	ApprovalsRequired int       `json:"approvals_required"`
-	ExpiresAfter      int       `json:"expires_after"`
-	EscalateAfter     *int      `json:"escalate_after"`
-	Enabled           bool      `json:"enabled"`
-	Version           int       `json:"version"`
-	CreatedAt         time.Time `json:"created_at"`
-	UpdatedAt         time.Time `json:"updated_at"`
+	ID                string   `json:"id"`
+	Namespace         string   `json:"namespace"`
+	Name              string   `json:"name"`
+	Tools             []string `json:"tools"`
+	Condition         string   `json:"condition"`
+	ApprovalsRequired int      `json:"approvals_required"`
+	ExpiresAfter      int      `json:"expires_after"`
+	EscalateAfter     *int     `json:"escalate_after"`
+	// Mode is enforce, or shadow: a shadow policy's matches are recorded on
+	// the intent's entry, and nothing is held.
+	Mode      string    `json:"mode"`
+	Enabled   bool      `json:"enabled"`
+	Version   int       `json:"version"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Input creates a policy, or (fields left nil) changes some of its fields.
@@ -66,6 +69,7 @@ type Input struct {
 	ApprovalsRequired *int      `json:"approvals_required,omitempty"`
 	ExpiresAfter      *int      `json:"expires_after,omitempty"`
 	EscalateAfter     *int      `json:"escalate_after,omitempty"`
+	Mode              *string   `json:"mode,omitempty"`
 	Enabled           *bool     `json:"enabled,omitempty"`
 }
 
@@ -133,6 +137,8 @@ func validate(p *Policy) error {
 		// A NUL would compile inside a CEL string literal, but PostgreSQL
 		// cannot store it.
 		return invalid("field \"condition\" must be valid UTF-8 of at most %d bytes, without NUL characters", MaxConditionBytes)
+	case p.Mode != record.LimitEnforce && p.Mode != record.LimitShadow:
+		return invalid("field \"mode\" must be \"enforce\" or \"shadow\"")
 	}
 	for _, t := range p.Tools {
 		if t == "" || len(t) > MaxToolPattern || !services.Printable(t) {
@@ -169,7 +175,7 @@ func notFound(id string) error {
 func toPolicy(m *models.Policy) *Policy {
 	p := &Policy{ID: m.ID, Namespace: m.Namespace, Name: m.Name, Condition: m.Condition,
 		ApprovalsRequired: m.ApprovalsRequired, ExpiresAfter: m.ExpiresAfter, EscalateAfter: m.EscalateAfter,
-		Enabled: m.Enabled, Version: m.Version, CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
+		Mode: m.Mode, Enabled: m.Enabled, Version: m.Version, CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
 	_ = json.Unmarshal([]byte(m.Tools), &p.Tools)
 	if p.Tools == nil {
 		p.Tools = []string{}
@@ -181,6 +187,7 @@ func toModel(p *Policy, m *models.Policy) {
 	tools, _ := json.Marshal(p.Tools)
 	m.Namespace, m.Name, m.Tools, m.Condition = p.Namespace, p.Name, string(tools), p.Condition
 	m.ApprovalsRequired, m.ExpiresAfter, m.EscalateAfter, m.Enabled = p.ApprovalsRequired, p.ExpiresAfter, p.EscalateAfter, p.Enabled
+	m.Mode = p.Mode
 	m.Version, m.CreatedAt, m.UpdatedAt = p.Version, p.CreatedAt, p.UpdatedAt
 }
 
@@ -207,6 +214,9 @@ func apply(p *Policy, in Input) {
 			p.EscalateAfter = nil
 		}
 	}
+	if in.Mode != nil {
+		p.Mode = *in.Mode
+	}
 	if in.Enabled != nil {
 		p.Enabled = *in.Enabled
 	}
@@ -232,6 +242,7 @@ func (s *Service) Create(ctx context.Context, pr services.Principal, in Input) (
 	}
 	now := s.now()
 	p := &Policy{ID: uuid.Must(uuid.NewV7()).String(), Namespace: *in.Namespace, Tools: []string{}, Enabled: true,
+		Mode:              record.LimitEnforce,
 		ApprovalsRequired: DefaultApprovals, ExpiresAfter: DefaultExpiresAfter, Version: 1, CreatedAt: now, UpdatedAt: now}
 	if in.Name == nil {
 		return nil, invalid("field \"name\" is required")
@@ -437,7 +448,7 @@ func (s *Service) Test(ctx context.Context, pr services.Principal, in TestInput)
 		return nil, services.Errorf(services.CodeNotFound, "no namespace is named %q", in.Namespace)
 	}
 	rule := &Policy{Name: "test", Namespace: in.Namespace, Tools: in.Tools, Condition: in.Condition,
-		ApprovalsRequired: 1, ExpiresAfter: DefaultExpiresAfter}
+		ApprovalsRequired: 1, ExpiresAfter: DefaultExpiresAfter, Mode: record.LimitEnforce}
 	if err := validate(rule); err != nil {
 		return nil, err
 	}

@@ -30,6 +30,9 @@ type Action struct {
 	// Reconciliation is set on actions with a key_ttl, lookups or a
 	// compensation underway.
 	Reconciliation *Reconciliation `json:"reconciliation"`
+	// Limits are what the limits that matched the first intent charged it;
+	// nil when none did. Set once, at creation.
+	Limits []LimitCharge `json:"limits"`
 
 	RunID       *string `json:"-"`
 	Fingerprint string  `json:"-"`

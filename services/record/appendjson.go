@@ -53,6 +53,8 @@ func (a *Action) AppendJSON(b []byte) []byte {
 	b = appendMarshaled(b, a.Approval, a.Approval == nil)
 	b = append(b, `,"reconciliation":`...)
 	b = appendMarshaled(b, a.Reconciliation, a.Reconciliation == nil)
+	b = append(b, `,"limits":`...)
+	b = appendMarshaled(b, a.Limits, a.Limits == nil)
 	return append(b, '}')
 }
 

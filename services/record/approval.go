@@ -16,7 +16,10 @@ type Approval struct {
 	ExpiresAt  time.Time   `json:"expires_at"`
 	EscalateAt *time.Time  `json:"escalate_at"`
 	Policies   []PolicyRef `json:"policies"`
-	Rejection  *Vote       `json:"rejection"`
+	// Limits are the limits whose max the action would take its group
+	// over: people who approve it let it run over them.
+	Limits    []ApprovalLimit `json:"limits"`
+	Rejection *Vote           `json:"rejection"`
 	// Escalated is set once the escalation deadline passed and was alerted.
 	Escalated bool `json:"-"`
 	// Error is why a policy's condition could not be evaluated: the intent
@@ -54,6 +57,9 @@ func (a Approval) MarshalJSON() ([]byte, error) {
 	}
 	if p.Policies == nil {
 		p.Policies = []PolicyRef{}
+	}
+	if p.Limits == nil {
+		p.Limits = []ApprovalLimit{}
 	}
 	return json.Marshal(p)
 }

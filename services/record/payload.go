@@ -35,9 +35,15 @@ type IntentPayload struct {
 	Approval *ApprovalRequest `json:"approval,omitempty"`
 	Effect   *Effect          `json:"effect,omitempty"`
 	// KeyTTL is how long the downstream honours the key, in seconds.
-	KeyTTL    *float64 `json:"key_ttl,omitempty"`
-	Reference *string  `json:"reference,omitempty"`
-	RunID     *string  `json:"run_id,omitempty"`
+	KeyTTL *float64 `json:"key_ttl,omitempty"`
+	// Limits are how the limits that matched judged the intent, shadow
+	// limits included.
+	Limits    []LimitCheck `json:"limits,omitempty"`
+	Reference *string      `json:"reference,omitempty"`
+	RunID     *string      `json:"run_id,omitempty"`
+	// ShadowPolicies are the policies in shadow mode that would have held
+	// the intent: recorded, not enforced.
+	ShadowPolicies []PolicyRef `json:"shadow_policies,omitempty"`
 	// Timeout is the lease asked for, in seconds (the default when the
 	// intent named none).
 	Timeout float64 `json:"timeout"`
@@ -48,12 +54,16 @@ type IntentPayload struct {
 // needs, its deadlines, the policies that caught it (or that the intent
 // asked itself), and a condition that failed to evaluate (fail closed).
 type ApprovalRequest struct {
-	Error           string      `json:"error,omitempty"`
-	EscalateAt      *time.Time  `json:"escalate_at,omitempty"`
-	ExpiresAt       time.Time   `json:"expires_at"`
-	Policies        []PolicyRef `json:"policies"`
-	Required        int         `json:"required"`
-	RequireApproval bool        `json:"require_approval,omitempty"`
+	Error           string          `json:"error,omitempty"`
+	EscalateAt      *time.Time      `json:"escalate_at,omitempty"`
+	ExpiresAt       time.Time       `json:"expires_at"`
+	Limits          []ApprovalLimit `json:"limits,omitempty"`
+	Policies        []PolicyRef     `json:"policies"`
+	Required        int             `json:"required"`
+	RequireApproval bool            `json:"require_approval,omitempty"`
+	// Shadow are the policies in shadow mode that matched: recorded on the
+	// intent's entry (IntentPayload.ShadowPolicies), never enforced.
+	Shadow []PolicyRef `json:"-"`
 }
 
 // ApprovalDeadlinePayload records an approval deadline that passed: the

@@ -199,6 +199,8 @@ const (
 	EventApprovalExpired   EventType = "action.approval_expired"
 	// EventReconciled: a lookup answered for a timed-out action.
 	EventReconciled EventType = "action.reconciled"
+	// EventLimitExceeded: a limit held or denied a first intent.
+	EventLimitExceeded EventType = "action.limit_exceeded"
 	// EventTest is the event of a test message sent from the dashboard or
 	// the API; no ledger change causes it.
 	EventTest EventType = "webhook.test"
@@ -207,7 +209,7 @@ const (
 // EventTypes lists every event an endpoint can subscribe to.
 var EventTypes = []EventType{EventTimedOut, EventDecided, EventKeyReused, EventStaleOutcome,
 	EventLateResult, EventCompensated, EventFailed, EventApprovalRequested, EventApproved,
-	EventApprovalEscalated, EventApprovalExpired, EventReconciled, EventTest}
+	EventApprovalEscalated, EventApprovalExpired, EventReconciled, EventLimitExceeded, EventTest}
 
 // ActorKind says who wrote an entry.
 type ActorKind string

@@ -20,7 +20,7 @@ import (
 const (
 	actionColumns = `id, namespace, key, tool, effect, status, attempt, version, lease_until, deadline,
 	reference, agent, run_id, fingerprint, params, result, external_ref, retriable, entry_seq,
-	created_at, updated_at, approval, reconciliation`
+	created_at, updated_at, approval, reconciliation, limits`
 	entryColumns = `id, action_id, namespace, seq, type, actor_kind, actor_name, attempt, payload,
 	occurred_at, recorded_at`
 )
@@ -134,16 +134,16 @@ const insertRows = `v AS (
 		$8::timestamptz[], $9::timestamptz[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
 		$15::text[], $16::text[], $17::bool[], $18::timestamptz[],
 		$19::uuid[], $20::text[], $21::text[], $22::text[], $23::int[], $24::text[], $25::timestamptz[], $26::text[],
-		$27::text[], $28::text[])
+		$27::text[], $28::text[], $29::text[])
 	AS v(id, namespace, key, tool, effect, status, attempt, lease_until, deadline, reference, agent, run_id,
 		fingerprint, params, result, external_ref, retriable, created_at,
 		entry_id, entry_type, actor_kind, actor_name, entry_attempt, payload, occurred_at, alerts, approval,
-		reconciliation)
+		reconciliation, limits)
 ), a AS (
 	INSERT INTO actions (` + actionColumns + `)
 	SELECT id, namespace, key, tool, effect, status, attempt, 1, lease_until, deadline, reference, agent, run_id,
 		fingerprint, params::jsonb, result::jsonb, external_ref, retriable, 1, created_at, created_at, approval::jsonb,
-		reconciliation::jsonb
+		reconciliation::jsonb, limits::jsonb
 	FROM v
 	ON CONFLICT (namespace, key) DO NOTHING
 	RETURNING id, namespace
@@ -168,13 +168,14 @@ SELECT id FROM a`
 
 // FlatArray spares pgx finding each slice's element type by reflection.
 type (
-	strs  = pgtype.FlatArray[string]
-	opts  = pgtype.FlatArray[*string]
-	ints  = pgtype.FlatArray[int]
-	oints = pgtype.FlatArray[*int]
-	times = pgtype.FlatArray[time.Time]
-	otime = pgtype.FlatArray[*time.Time]
-	bools = pgtype.FlatArray[bool]
+	strs     = pgtype.FlatArray[string]
+	opts     = pgtype.FlatArray[*string]
+	ints     = pgtype.FlatArray[int]
+	oints    = pgtype.FlatArray[*int]
+	times    = pgtype.FlatArray[time.Time]
+	otime    = pgtype.FlatArray[*time.Time]
+	bools    = pgtype.FlatArray[bool]
+	pgFloats = pgtype.FlatArray[float64]
 )
 
 func (e *executor) ActionInsertMany(ctx context.Context, chs []*driver.Change) ([]bool, error) {
@@ -187,7 +188,7 @@ func (e *executor) ActionInsertMany(ctx context.Context, chs []*driver.Change) (
 		refs, agents, runs, results, extRefs     = make(opts, 0, n), make(opts, 0, n), make(opts, 0, n), make(opts, 0, n), make(opts, 0, n)
 		fps, params, entryIDs, types, kinds      = make(strs, 0, n), make(strs, 0, n), make(strs, 0, n), make(strs, 0, n), make(strs, 0, n)
 		actors, payloads                         = make(strs, 0, n), make(strs, 0, n)
-		alerts, approvals, recons                = make(opts, 0, n), make(opts, 0, n), make(opts, 0, n)
+		alerts, approvals, recons, limits        = make(opts, 0, n), make(opts, 0, n), make(opts, 0, n), make(opts, 0, n)
 		retriable                                = make(bools, 0, n)
 		created                                  = make(times, 0, n)
 		byID                                     = make(map[string]int, n)
@@ -206,7 +207,7 @@ func (e *executor) ActionInsertMany(ctx context.Context, chs []*driver.Change) (
 			append(actors, en.Actor.Name)
 		entryAttempts, payloads, occurred = append(entryAttempts, en.Attempt), append(payloads, string(en.Payload)), append(occurred, en.OccurredAt)
 		alerts, approvals = append(alerts, alertsJSON(chs[i].Alerts)), append(approvals, driver.JSONText(a.Approval.MarshalStored()))
-		recons = append(recons, driver.JSONText(a.Reconciliation.MarshalStored()))
+		recons, limits = append(recons, driver.JSONText(a.Reconciliation.MarshalStored())), append(limits, driver.JSONText(record.MarshalLimits(a.Limits)))
 		alerted = alerted || len(chs[i].Alerts) > 0
 	}
 	q := insertMany
@@ -215,7 +216,7 @@ func (e *executor) ActionInsertMany(ctx context.Context, chs []*driver.Change) (
 	}
 	inserted, err := returnedIDs(e.q.QueryContext(ctx, q, ids, nss, keys, tools, effects, statuses, attempts,
 		leases, deadlines, refs, agents, runs, fps, params, results, extRefs, retriable, created,
-		entryIDs, types, kinds, actors, entryAttempts, payloads, occurred, alerts, approvals, recons))
+		entryIDs, types, kinds, actors, entryAttempts, payloads, occurred, alerts, approvals, recons, limits))
 	if err != nil {
 		return nil, fmt.Errorf("pgdriver: create actions: %w", err)
 	}

@@ -23,7 +23,7 @@ func (d *Driver) Seed(ctx context.Context, p *driver.SeedParams) (string, error)
 			CASE WHEN g <= %d THEN 'timed_out' ELSE 'succeeded' END, 1, 2,
 			CASE WHEN g <= %d THEN $1::timestamptz - interval '1 minute' END, NULL,
 			'ref-' || g, 'agent-' || (g %% 50), NULL, md5(g::text), jsonb_build_object('n', g), '{"ok": true}', NULL, false, 2,
-			$1::timestamptz - (g || ' seconds')::interval, $1::timestamptz - (g || ' seconds')::interval, NULL, NULL
+			$1::timestamptz - (g || ' seconds')::interval, $1::timestamptz - (g || ' seconds')::interval, NULL, NULL, NULL
 		FROM generate_series(1, %d) AS g`, p.TimedOut, p.TimedOut, p.Actions),
 		`INSERT INTO entries (` + entryColumns + `)
 		SELECT pg_temp.seed_uuid(created_at, substr(key, 6)::bigint, s.seq), id, namespace, s.seq,
@@ -50,7 +50,7 @@ func (d *Driver) Seed(ctx context.Context, p *driver.SeedParams) (string, error)
 		longID = uuid.Must(uuid.NewV7()).String()
 		if _, err := conn.ExecContext(ctx, `INSERT INTO actions (`+actionColumns+`)
 			VALUES ($1, $2, 'seed:long-timeline', 'tool.long', 'keyed', 'succeeded', 1, 2, NULL, NULL, NULL, NULL, NULL,
-				'long', '{}', NULL, NULL, false, $3, $4, $4, NULL, NULL)`, longID, p.Namespace, p.LongTimeline, p.Now); err != nil {
+				'long', '{}', NULL, NULL, false, $3, $4, $4, NULL, NULL, NULL)`, longID, p.Namespace, p.LongTimeline, p.Now); err != nil {
 			return "", fmt.Errorf("pgdriver: seed a long timeline: %w", err)
 		}
 		if _, err := conn.ExecContext(ctx, `INSERT INTO entries (`+entryColumns+`)

@@ -18,10 +18,10 @@ import (
 const (
 	actionColumns = `id, namespace, key, tool, effect, status, attempt, version, lease_until, deadline,
 	reference, agent, run_id, fingerprint, params, result, external_ref, retriable, entry_seq,
-	created_at, updated_at, approval, reconciliation`
+	created_at, updated_at, approval, reconciliation, limits`
 	entryColumns = `id, action_id, namespace, seq, type, actor_kind, actor_name, attempt, payload,
 	occurred_at, recorded_at`
-	actionRow = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	actionRow = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	entryRow  = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
@@ -29,7 +29,7 @@ func actionArgs(a *record.Action) []any {
 	return []any{a.ID, a.Namespace, a.Key, a.Tool, string(a.Effect), string(a.Status), a.Attempt, a.Version,
 		a.LeaseUntil, a.Deadline, a.Reference, a.Agent, a.RunID, a.Fingerprint, string(a.Params), driver.JSONText(a.Result),
 		a.ExternalRef, a.Retriable, a.EntrySeq, a.CreatedAt, a.UpdatedAt, driver.JSONText(a.Approval.MarshalStored()),
-		driver.JSONText(a.Reconciliation.MarshalStored())}
+		driver.JSONText(a.Reconciliation.MarshalStored()), driver.JSONText(record.MarshalLimits(a.Limits))}
 }
 
 func entryArgs(en *record.Entry, a *record.Action) []any {

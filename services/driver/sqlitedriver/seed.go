@@ -21,7 +21,7 @@ func (d *Driver) Seed(ctx context.Context, p *driver.SeedParams) (string, error)
 			?, 'seed:' || n, 'tool.' || (n %% 20), 'keyed',
 			CASE WHEN n <= %d THEN 'timed_out' ELSE 'succeeded' END, 1, 2,
 			CASE WHEN n <= %d THEN ? END, NULL, 'ref-' || n, 'agent-' || (n %% 50), NULL, hex(randomblob(16)),
-			json_object('n', n), '{"ok":true}', NULL, 0, 2, ?, ?, NULL, NULL
+			json_object('n', n), '{"ok":true}', NULL, 0, 2, ?, ?, NULL, NULL, NULL
 		FROM g`, p.Actions, p.TimedOut, p.TimedOut), []any{p.Namespace, p.Now, p.Now, p.Now}},
 		{`INSERT INTO entries (` + entryColumns + `)
 		SELECT lower(hex(randomblob(16))), id, namespace, 1, 'intent', 'agent', agent, 1, '{}', NULL, created_at
@@ -39,7 +39,7 @@ func (d *Driver) Seed(ctx context.Context, p *driver.SeedParams) (string, error)
 			args []any
 		}{`INSERT INTO actions (` + actionColumns + `)
 			VALUES (?, ?, 'seed:long-timeline', 'tool.long', 'keyed', 'succeeded', 1, 2, NULL, NULL, NULL, NULL, NULL,
-				'long', '{}', NULL, NULL, 0, ?, ?, ?, NULL, NULL)`, []any{longID, p.Namespace, p.LongTimeline, p.Now, p.Now}}, struct {
+				'long', '{}', NULL, NULL, 0, ?, ?, ?, NULL, NULL, NULL)`, []any{longID, p.Namespace, p.LongTimeline, p.Now, p.Now}}, struct {
 			q    string
 			args []any
 		}{`WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?)

@@ -1,0 +1,97 @@
+package record
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Limits across actions (SPEC "Limits across actions"): a limit charges the
+// first intents it matches an amount in their business group, and an intent
+// that would take its group's counted use over the limit's max is held or
+// denied.
+
+// Limit modes and what a limit does to an intent over it.
+const (
+	LimitEnforce = "enforce"
+	LimitShadow  = "shadow"
+	LimitHold    = "hold"
+	LimitDeny    = "deny"
+)
+
+// LimitCharge is what one limit charged an action's first intent: the
+// action's "limits" list. Exceeded says the intent took the group over the
+// limit's max (or its amount could not be evaluated: fail closed), whether
+// or not the limit acted on it (a shadow limit does not).
+type LimitCharge struct {
+	ID       string  `json:"id"`
+	Name     string  `json:"name"`
+	Version  int     `json:"version"`
+	Group    string  `json:"group"`
+	Amount   float64 `json:"amount"`
+	Exceeded bool    `json:"exceeded"`
+}
+
+// LimitCheck is how one limit judged a first intent, as the intent's entry
+// records it: the charge, the group's counted use before it, the max, what
+// the limit does over it and whether it enforces. Error is why the amount
+// or the group could not be evaluated.
+type LimitCheck struct {
+	Amount   float64 `json:"amount"`
+	Error    string  `json:"error,omitempty"`
+	Exceeded bool    `json:"exceeded"`
+	Group    string  `json:"group"`
+	ID       string  `json:"id"`
+	Max      float64 `json:"max"`
+	Mode     string  `json:"mode"`
+	Name     string  `json:"name"`
+	Over     string  `json:"over"`
+	Used     float64 `json:"used"`
+	Version  int     `json:"version"`
+	// Approvals is how many people must approve an intent the limit holds.
+	Approvals int `json:"-"`
+}
+
+// Holds reports whether the check holds its intent for approval.
+func (c LimitCheck) Holds() bool { return c.Exceeded && c.Mode == LimitEnforce && c.Over == LimitHold }
+
+// Denies reports whether the check denies its intent.
+func (c LimitCheck) Denies() bool { return c.Exceeded && c.Mode == LimitEnforce && c.Over == LimitDeny }
+
+// Charge is the check as the action carries it.
+func (c LimitCheck) Charge() LimitCharge {
+	return LimitCharge{ID: c.ID, Name: c.Name, Version: c.Version, Group: c.Group, Amount: c.Amount, Exceeded: c.Exceeded}
+}
+
+// ApprovalLimit is a limit that holds an action for approval: the
+// approval's "limits", with the group's use when the intent came and the
+// max that people may let it run over.
+type ApprovalLimit struct {
+	ID      string  `json:"id"`
+	Name    string  `json:"name"`
+	Version int     `json:"version"`
+	Group   string  `json:"group"`
+	Used    float64 `json:"used"`
+	Amount  float64 `json:"amount"`
+	Max     float64 `json:"max"`
+}
+
+// MarshalLimits is the stored form of an action's limits: nil for none.
+func MarshalLimits(cs []LimitCharge) []byte {
+	if cs == nil {
+		return nil
+	}
+	b, _ := json.Marshal(cs)
+	return b
+}
+
+// UnmarshalLimits reads an action's stored limits (nil for NULL).
+func UnmarshalLimits(b []byte) ([]LimitCharge, error) {
+	if len(b) == 0 || string(b) == "null" {
+		return nil, nil
+	}
+	var cs []LimitCharge
+	if err := json.Unmarshal(b, &cs); err != nil {
+		return nil, fmt.Errorf("record: stored limits: %w", err)
+	}
+	return cs, nil
+}
