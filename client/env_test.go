@@ -54,11 +54,11 @@ func newEnv(t *testing.T, st *services.Store) *env {
 
 func (e *env) startServer() *httptest.Server {
 	st := e.st
-	approvals := policies.New(st)
-	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals})
+	approvals, limits := policies.New(st), policies.NewLimits(st)
+	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals, Limiter: limits})
 	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st),
 		Accounts: accounts.New(st), Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}),
-		Policies: approvals, Metrics: web.NewMetrics(nil, nil), Log: slog.New(slog.DiscardHandler)})
+		Policies: approvals, Limits: limits, Metrics: web.NewMetrics(nil, nil), Log: slog.New(slog.DiscardHandler)})
 	return httptest.NewServer(h)
 }
 

@@ -18,6 +18,9 @@ type Error struct {
 	StatusCode int    `json:"-"`
 	Code       string `json:"code"`
 	Message    string `json:"message"`
+	// Limits are the limits that denied an intent (Code limit_exceeded),
+	// with their groups' use when it came.
+	Limits []ApprovalLimit `json:"limits,omitempty"`
 }
 
 func (e *Error) Error() string {

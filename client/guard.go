@@ -302,14 +302,7 @@ func (c *Client) Guard(ctx context.Context, spec GuardSpec, fn GuardFunc) (*Outc
 			}
 			// Ask again, waiting on the server for the decision.
 		case OutcomeDenied:
-			e := &DeniedError{ActionID: res.Action.ID, Key: spec.Key, URL: c.ActionURL(res.Action.ID)}
-			if ap := res.Action.Approval; ap != nil {
-				e.Expired = ap.Rejection == nil
-				if ap.Rejection != nil {
-					e.By, e.Reason = ap.Rejection.By.Name, ap.Rejection.Reason
-				}
-			}
-			return nil, e
+			return nil, deniedError(c, spec.Key, res)
 		case OutcomeInProgress:
 			left := spec.Wait - time.Since(start)
 			if left <= 0 {
@@ -323,6 +316,23 @@ func (c *Client) Guard(ctx context.Context, spec GuardSpec, fn GuardFunc) (*Outc
 			return nil, fmt.Errorf("arbiter: guard %q: unexpected outcome %q for an intent", spec.Key, res.Outcome)
 		}
 	}
+}
+
+// deniedError is the error of a denied intent's answer: a
+// *LimitExceededError when a limit denied it, else a *DeniedError.
+func deniedError(c *Client, key string, res *Result) error {
+	e := &DeniedError{ActionID: res.Action.ID, Key: key, URL: c.ActionURL(res.Action.ID)}
+	if res.Error != nil && res.Error.Code == "limit_exceeded" && len(res.Error.Limits) > 0 {
+		e.Limits, e.Why = res.Error.Limits, res.Error.Message
+		return &LimitExceededError{e}
+	}
+	if ap := res.Action.Approval; ap != nil {
+		e.Expired = ap.Rejection == nil
+		if ap.Rejection != nil {
+			e.By, e.Reason = ap.Rejection.By.Name, ap.Rejection.Reason
+		}
+	}
+	return e
 }
 
 func attemptOf(spec *GuardSpec, res *Result) Attempt {

@@ -81,20 +81,37 @@ func policyErrors(a *Action) []string {
 }
 
 // DeniedError means the action's approval was rejected (By, Reason) or
-// expired (Expired): fn did not run and must not run under this key.
+// expired (Expired), or a limit denied it (Limits; the error is then also a
+// *LimitExceededError): fn did not run and must not run under this key.
 type DeniedError struct {
 	ActionID, Key string
 	URL           string
 	Expired       bool
 	By, Reason    string
+	// Limits are the limits that denied the action, with their groups' use
+	// when its first intent came; Why is Arbiter's account of it.
+	Limits []ApprovalLimit
+	Why    string
 }
 
 func (e *DeniedError) Error() string {
+	if len(e.Limits) > 0 {
+		return fmt.Sprintf("arbiter: action %q was denied by a limit: %s; nothing was run (%s)", e.Key, e.Why, e.URL)
+	}
 	if e.Expired {
 		return fmt.Sprintf("arbiter: action %q was denied: its approval expired; nothing was run (%s)", e.Key, e.URL)
 	}
 	return fmt.Sprintf("arbiter: action %q was rejected by %s (%q); nothing was run (%s)", e.Key, e.By, e.Reason, e.URL)
 }
+
+// LimitExceededError means a limit across actions denied the action: its
+// group's counted use plus this intent's amount was over the limit's max
+// (Limits says which, with the use). It is a *DeniedError too, so code that
+// handles denials handles it; fn did not run and must not run under this key.
+type LimitExceededError struct{ *DeniedError }
+
+// Unwrap lets errors.As find the *DeniedError.
+func (e *LimitExceededError) Unwrap() error { return e.DeniedError }
 
 // InProgressError means another attempt held a live lease for the whole
 // of GuardSpec.Wait. Nothing ran.

@@ -76,6 +76,7 @@ func TestTypesHaveTheSchemasFields(t *testing.T) {
 		"LimitCharge":    reflect.TypeFor[client.LimitCharge](),
 		"ApprovalLimit":  reflect.TypeFor[client.ApprovalLimit](),
 		"GroupUsage":     reflect.TypeFor[client.GroupUsage](),
+		"ErrorDetail":    reflect.TypeFor[client.Error](),
 	} {
 		s, ok := doc.Components.Schemas[schema]
 		if !ok {

@@ -27,6 +27,9 @@ func TestEntryResultAppendJSON(t *testing.T) {
 		{Key: "k", Type: record.TypeIntent, Outcome: record.OutcomeReplay, Action: act},
 		{Key: "caf\u00e9\u2028", Type: record.TypeSucceeded, Outcome: record.OutcomeRejected,
 			Error: &services.Error{Code: services.CodeInvalid, Message: `field "attempt" is required for <succeeded> entries`}},
+		{Key: "r2", Type: record.TypeIntent, Outcome: record.OutcomeDenied, Action: act,
+			Error: &services.Error{Code: services.CodeLimitExceeded, Message: `limit "refunds" (version 1) allows 100`,
+				Limits: []record.ApprovalLimit{{ID: act.ID, Name: "refunds <per customer>", Version: 1, Group: "c_1", Used: 60, Amount: 50.5, Max: 100}}}},
 		{},
 	} {
 		want, err := json.Marshal(&r)

@@ -3,6 +3,8 @@ package services
 import (
 	"errors"
 	"fmt"
+
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // Error is a failure the caller can act on. Code is stable, lower_snake_case
@@ -10,6 +12,9 @@ import (
 type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Limits are the limits that denied an intent (limit_exceeded), with
+	// their groups' use when it came.
+	Limits []record.ApprovalLimit `json:"limits,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }

@@ -3,6 +3,7 @@ package services
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -556,6 +557,10 @@ func (r *EntryResult) AppendJSON(b []byte) []byte {
 		b = record.AppendJSONString(b, r.Error.Code)
 		b = append(b, `,"message":`...)
 		b = record.AppendJSONString(b, r.Error.Message)
+		if r.Error.Limits != nil {
+			lb, _ := json.Marshal(r.Error.Limits)
+			b = append(append(b, `,"limits":`...), lb...)
+		}
 		b = append(b, '}')
 	}
 	return append(b, '}')

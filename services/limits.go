@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/arbiter-ledger/arbiter/services/driver"
@@ -127,17 +128,36 @@ func limitPlan(pl *plan, checks []record.LimitCheck) bool {
 		a.Limits[i] = c.Charge()
 	}
 	pl.record.payload.(*record.IntentPayload).Limits = checks
+	var denies []record.LimitCheck
 	for _, c := range checks {
-		if !c.Denies() {
-			continue
+		if c.Denies() {
+			denies = append(denies, c)
 		}
-		a.Status, a.Attempt, a.LeaseUntil = record.StatusDenied, 0, nil
-		pl.outcome, pl.record.attempt = record.OutcomeDenied, nil
-		pl.err = Errorf(CodeLimitExceeded, "%s", exceededMessage(c))
-		pl.events = []record.EventType{record.EventLimitExceeded}
-		return true
 	}
-	return false
+	if len(denies) == 0 {
+		return false
+	}
+	a.Status, a.Attempt, a.LeaseUntil = record.StatusDenied, 0, nil
+	pl.outcome, pl.record.attempt = record.OutcomeDenied, nil
+	msgs := make([]string, len(denies))
+	for i, c := range denies {
+		msgs[i] = exceededMessage(c)
+	}
+	pl.err = limitExceeded(a.Limits, strings.Join(msgs, "; "))
+	pl.events = []record.EventType{record.EventLimitExceeded}
+	return true
+}
+
+// limitExceeded is the error of an intent a limit denied: why, and the
+// limits that denied it with their groups' use.
+func limitExceeded(cs []record.LimitCharge, why string) *Error {
+	e := Errorf(CodeLimitExceeded, "%s", why)
+	for _, c := range cs {
+		if c.Denied {
+			e.Limits = append(e.Limits, c.Over())
+		}
+	}
+	return e
 }
 
 // exceededMessage says why a limit refused an intent, for the agent and the
@@ -158,8 +178,7 @@ func limitHolds(checks []record.LimitCheck) ([]record.ApprovalLimit, int) {
 	required := 0
 	for _, c := range checks {
 		if c.Holds() {
-			holds = append(holds, record.ApprovalLimit{ID: c.ID, Name: c.Name, Version: c.Version, Group: c.Group,
-				Used: c.Used, Amount: c.Amount, Max: c.Max})
+			holds = append(holds, c.Charge().Over())
 			required = max(required, c.Approvals)
 		}
 	}

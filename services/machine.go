@@ -330,13 +330,13 @@ func intentAfterDenial(s *step) plan {
 	}
 	var over []string
 	for _, c := range s.act.Limits {
-		if c.Exceeded {
-			over = append(over, fmt.Sprintf("%q (version %d) in group %q", c.Name, c.Version, c.Group))
+		if c.Denied {
+			over = append(over, fmt.Sprintf("limit %q (version %d) allowed %g in group %q; %g was used and this intent added %g",
+				c.Name, c.Version, c.Max, c.Group, c.Used, c.Amount))
 		}
 	}
 	if len(over) > 0 {
-		pl.err = Errorf(CodeLimitExceeded, "a limit denied this action when its first intent came; it exceeded %s",
-			strings.Join(over, ", "))
+		pl.err = limitExceeded(s.act.Limits, "a limit denied this action when its first intent came: "+strings.Join(over, "; "))
 	}
 	return pl
 }

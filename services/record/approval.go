@@ -101,14 +101,15 @@ func (a *Approval) Deadline() *time.Time {
 // storedApproval and storedVote are the approval as the database keeps it:
 // with the fields never shown.
 type storedApproval struct {
-	Required   int          `json:"required"`
-	Approvals  []storedVote `json:"approvals"`
-	ExpiresAt  time.Time    `json:"expires_at"`
-	EscalateAt *time.Time   `json:"escalate_at,omitempty"`
-	Policies   []PolicyRef  `json:"policies"`
-	Rejection  *storedVote  `json:"rejection,omitempty"`
-	Escalated  bool         `json:"escalated,omitempty"`
-	Error      string       `json:"error,omitempty"`
+	Required   int             `json:"required"`
+	Approvals  []storedVote    `json:"approvals"`
+	ExpiresAt  time.Time       `json:"expires_at"`
+	EscalateAt *time.Time      `json:"escalate_at,omitempty"`
+	Policies   []PolicyRef     `json:"policies"`
+	Limits     []ApprovalLimit `json:"limits,omitempty"`
+	Rejection  *storedVote     `json:"rejection,omitempty"`
+	Escalated  bool            `json:"escalated,omitempty"`
+	Error      string          `json:"error,omitempty"`
 }
 
 type storedVote struct {
@@ -125,7 +126,7 @@ func (a *Approval) MarshalStored() []byte {
 		return nil
 	}
 	s := storedApproval{Required: a.Required, Approvals: []storedVote{}, ExpiresAt: a.ExpiresAt,
-		EscalateAt: a.EscalateAt, Policies: a.Policies, Escalated: a.Escalated, Error: a.Error}
+		EscalateAt: a.EscalateAt, Policies: a.Policies, Limits: a.Limits, Escalated: a.Escalated, Error: a.Error}
 	if s.Policies == nil {
 		s.Policies = []PolicyRef{}
 	}
@@ -154,7 +155,7 @@ func UnmarshalStoredApproval(b []byte) (*Approval, error) {
 		return nil, fmt.Errorf("record: stored approval: %w", err)
 	}
 	a := &Approval{Required: s.Required, Approvals: []Vote{}, ExpiresAt: s.ExpiresAt.UTC(), EscalateAt: s.EscalateAt,
-		Policies: s.Policies, Escalated: s.Escalated, Error: s.Error}
+		Policies: s.Policies, Limits: s.Limits, Escalated: s.Escalated, Error: s.Error}
 	if a.EscalateAt != nil {
 		t := a.EscalateAt.UTC()
 		a.EscalateAt = &t

@@ -29,6 +29,31 @@ type LimitCharge struct {
 	Group    string  `json:"group"`
 	Amount   float64 `json:"amount"`
 	Exceeded bool    `json:"exceeded"`
+	// Used and Max are the group's counted use before the charge and the
+	// limit's max then: kept with the action so that a retry of a denied
+	// key learns the same as its first intent, not part of its JSON.
+	// Denied says this limit denied the action.
+	Used   float64 `json:"-"`
+	Max    float64 `json:"-"`
+	Denied bool    `json:"-"`
+}
+
+// Over is the charge as an error or an approval lists an exceeded limit.
+func (c LimitCharge) Over() ApprovalLimit {
+	return ApprovalLimit{ID: c.ID, Name: c.Name, Version: c.Version, Group: c.Group, Used: c.Used, Amount: c.Amount, Max: c.Max}
+}
+
+// storedCharge is a charge as the actions table keeps it.
+type storedCharge struct {
+	ID       string  `json:"id"`
+	Name     string  `json:"name"`
+	Version  int     `json:"version"`
+	Group    string  `json:"group"`
+	Amount   float64 `json:"amount"`
+	Exceeded bool    `json:"exceeded"`
+	Used     float64 `json:"used"`
+	Max      float64 `json:"max"`
+	Denied   bool    `json:"denied,omitempty"`
 }
 
 // LimitCheck is how one limit judged a first intent, as the intent's entry
@@ -59,7 +84,8 @@ func (c LimitCheck) Denies() bool { return c.Exceeded && c.Mode == LimitEnforce 
 
 // Charge is the check as the action carries it.
 func (c LimitCheck) Charge() LimitCharge {
-	return LimitCharge{ID: c.ID, Name: c.Name, Version: c.Version, Group: c.Group, Amount: c.Amount, Exceeded: c.Exceeded}
+	return LimitCharge{ID: c.ID, Name: c.Name, Version: c.Version, Group: c.Group, Amount: c.Amount, Exceeded: c.Exceeded,
+		Used: c.Used, Max: c.Max, Denied: c.Denies()}
 }
 
 // ApprovalLimit is a limit that holds an action for approval: the
@@ -80,7 +106,11 @@ func MarshalLimits(cs []LimitCharge) []byte {
 	if cs == nil {
 		return nil
 	}
-	b, _ := json.Marshal(cs)
+	st := make([]storedCharge, len(cs))
+	for i, c := range cs {
+		st[i] = storedCharge(c)
+	}
+	b, _ := json.Marshal(st)
 	return b
 }
 
@@ -89,9 +119,13 @@ func UnmarshalLimits(b []byte) ([]LimitCharge, error) {
 	if len(b) == 0 || string(b) == "null" {
 		return nil, nil
 	}
-	var cs []LimitCharge
-	if err := json.Unmarshal(b, &cs); err != nil {
+	var st []storedCharge
+	if err := json.Unmarshal(b, &st); err != nil {
 		return nil, fmt.Errorf("record: stored limits: %w", err)
+	}
+	cs := make([]LimitCharge, len(st))
+	for i, c := range st {
+		cs[i] = LimitCharge(c)
 	}
 	return cs, nil
 }
