@@ -16,6 +16,9 @@ import type {
   EntryPage,
   EntryResult,
   LedgerEntry,
+  Limit,
+  LimitInput,
+  LimitUsage,
   ListOptions,
   Policy,
   PolicyInput,
@@ -283,6 +286,44 @@ export class Client {
     return this.call("testPolicy", { body: input, signal: options.signal });
   }
 
+  // Limits across actions.
+
+  /** Adds a limit (admin key). */
+  createLimit(input: LimitInput, options: CallOptions = {}): Promise<Limit> {
+    return this.call("createLimit", { body: input, signal: options.signal });
+  }
+
+  /** The limits the key may see, of one namespace if given (not agent keys). */
+  async limits(options: { namespace?: string } & CallOptions = {}): Promise<Limit[]> {
+    const query = options.namespace ? new URLSearchParams({ namespace: options.namespace }) : undefined;
+    return (await this.call<{ limits: Limit[] }>("limits", { query, signal: options.signal })).limits;
+  }
+
+  limit(id: string, options: CallOptions = {}): Promise<Limit> {
+    return this.call("limit", { id, signal: options.signal });
+  }
+
+  /** Changes the fields set, as a new version (admin key). Charges already made stay as they were. */
+  updateLimit(id: string, input: LimitInput, options: CallOptions = {}): Promise<Limit> {
+    return this.call("updateLimit", { id, body: input, signal: options.signal });
+  }
+
+  /** Stops a limit from applying; its versions stay readable (admin key). */
+  async deleteLimit(id: string, options: CallOptions = {}): Promise<void> {
+    await this.call("deleteLimit", { id, signal: options.signal });
+  }
+
+  /** Every version of a limit, oldest first. */
+  async limitVersions(id: string, options: CallOptions = {}): Promise<Limit[]> {
+    return (await this.call<{ versions: Limit[] }>("limitVersions", { id, signal: options.signal })).versions;
+  }
+
+  /** A limit's counted use now: the 100 groups with the most, or only `group` if given. */
+  limitUsage(id: string, options: { group?: string } & CallOptions = {}): Promise<LimitUsage> {
+    const query = options.group ? new URLSearchParams({ group: options.group }) : undefined;
+    return this.call("limitUsage", { id, query, signal: options.signal });
+  }
+
   // The service.
 
   /** Resolves when the server process is up. */
@@ -406,7 +447,7 @@ function entryResult(status: number, body: string): EntryResult {
     throw answerError(status, body);
   }
   if (r.outcome === "rejected") {
-    const e = r.error ?? { code: "unexpected_answer", message: "entry rejected without an error" };
+    const e: { code: string; message: string } = r.error ?? { code: "unexpected_answer", message: "entry rejected without an error" };
     throw apiError(status, e.code, e.message, r);
   }
   return r;

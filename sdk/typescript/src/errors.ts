@@ -2,7 +2,7 @@
 // instanceof. The names follow the Go SDK (client/errors.go,
 // client/guard_errors.go) and sdk/vectors.json.
 
-import type { Action, EntryResult } from "./types.js";
+import type { Action, ApprovalLimit, EntryResult } from "./types.js";
 
 /**
  * An answer from Arbiter that is not a success: a non-2xx status, or a
@@ -146,7 +146,11 @@ export class PendingApprovalError extends Error {
   }
 }
 
-/** The action's approval was rejected (`by`, `reason`) or expired (`expired`): nothing ran, and must not under this key. */
+/**
+ * The action was denied: its approval was rejected (`by`, `reason`) or
+ * expired (`expired`), or a limit across actions denied it (then it is a
+ * LimitExceededError): nothing ran, and must not under this key.
+ */
 export class DeniedError extends Error {
   override name = "DeniedError";
   constructor(
@@ -156,12 +160,35 @@ export class DeniedError extends Error {
     readonly expired: boolean,
     readonly by: string,
     readonly reason: string,
+    message?: string,
   ) {
     super(
-      expired
-        ? `arbiter: action ${JSON.stringify(key)} was denied: its approval expired; nothing was run (${url})`
-        : `arbiter: action ${JSON.stringify(key)} was rejected by ${by} (${JSON.stringify(reason)}); nothing was run (${url})`,
+      message ??
+        (expired
+          ? `arbiter: action ${JSON.stringify(key)} was denied: its approval expired; nothing was run (${url})`
+          : `arbiter: action ${JSON.stringify(key)} was rejected by ${by} (${JSON.stringify(reason)}); nothing was run (${url})`),
     );
+  }
+}
+
+/**
+ * A limit across actions denied the action: its group's counted use plus
+ * this intent's amount was over the limit's max. `limits` are the limits
+ * that denied it, with the use when its first intent came (the answer's
+ * error.limits; empty when only the action was read, whose `limits` still
+ * name them), `detail` Arbiter's account of it. It is a DeniedError too:
+ * nothing ran, and must not under this key.
+ */
+export class LimitExceededError extends DeniedError {
+  override name = "LimitExceededError";
+  constructor(
+    actionId: string,
+    key: string,
+    url: string,
+    readonly limits: ApprovalLimit[],
+    readonly detail: string,
+  ) {
+    super(actionId, key, url, false, "", "", `arbiter: action ${JSON.stringify(key)} was denied by a limit: ${detail}; nothing was run (${url})`);
   }
 }
 

@@ -4,6 +4,7 @@ import {
   ArbiterError,
   CompensationRequestedError,
   DeniedError,
+  LimitExceededError,
   FinishedError,
   HeldError,
   InProgressError,
@@ -215,10 +216,8 @@ export async function settle(client: Client, spec: GuardSpec, fn: GuardFunc, sig
             throw new PendingApprovalError(action.id, spec.key, url, Date.now() - start, policyErrors);
           }
           break; // ask again, waiting on the server for the decision
-        case "denied": {
-          const rej = action.approval?.rejection ?? null;
-          throw new DeniedError(action.id, spec.key, url, action.approval != null && rej == null, rej?.by.name ?? "", rej?.reason ?? "");
-        }
+        case "denied":
+          throw deniedError(action, spec.key, url, res);
         case "in_progress": {
           const left = (spec.waitMs ?? 0) - (Date.now() - start);
           if (left <= 0) {
@@ -234,6 +233,24 @@ export async function settle(client: Client, spec: GuardSpec, fn: GuardFunc, sig
   } catch (error) {
     return { error };
   }
+}
+
+/**
+ * The error of a denied action: a LimitExceededError when a limit denied
+ * it (no approval was asked; res, the answer to its intent, names the
+ * limits with their use), else a DeniedError for the approval's rejection
+ * or expiry.
+ */
+export function deniedError(action: Action, key: string, url: string, res?: EntryResult): DeniedError {
+  if (action.approval == null) {
+    const err = res?.error?.code === "limit_exceeded" ? res.error : null;
+    const named = (action.limits ?? [])
+      .filter((l) => l.exceeded)
+      .map((l) => `limit ${JSON.stringify(l.name)} (version ${l.version})${l.group ? ` in group ${JSON.stringify(l.group)}` : ""}`);
+    return new LimitExceededError(action.id, key, url, err?.limits ?? [], err?.message ?? `it exceeded ${named.join(" or ")}`);
+  }
+  const rej = action.approval.rejection;
+  return new DeniedError(action.id, key, url, rej == null, rej?.by.name ?? "", rej?.reason ?? "");
 }
 
 /** Whole seconds the guard may still wait for an approval decision. */

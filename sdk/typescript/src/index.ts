@@ -32,6 +32,7 @@ export {
   ArbiterError,
   CompensationRequestedError,
   DeniedError,
+  LimitExceededError,
   FinishedError,
   HeldError,
   InProgressError,

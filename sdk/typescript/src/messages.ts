@@ -7,6 +7,7 @@
 export type ModelMessageKind =
   | "pending_approval"
   | "denied"
+  | "limit_exceeded"
   | "held"
   | "in_progress"
   | "outcome_unknown"
@@ -21,6 +22,8 @@ export const MODEL_MESSAGES: Readonly<Record<ModelMessageKind, string>> = {
   pending_approval:
     "Not done yet: this call is waiting for a person's approval. Do not call the tool again; tell the user it needs approval ({action_url}). {detail}",
   denied: "Refused: a person rejected this call, or its approval expired. It will not run. Do not call the tool again; tell the user it was refused. {detail}",
+  limit_exceeded:
+    "Refused: this call would go over a limit set on such actions (a budget or a rate), so it will not run. Do not call the tool again to get around it, not with other details either; tell the user a limit refused it and that a person can change the limit ({action_url}). {detail}",
   held: "Not done: an earlier attempt's outcome is unknown and a person is checking it. Do not call the tool again; tell the user it is being checked ({action_url}). {detail}",
   in_progress: "Not done now: another attempt of this call is still running. Do not call the tool again; tell the user it is already under way. {detail}",
   outcome_unknown:

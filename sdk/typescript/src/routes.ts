@@ -41,6 +41,14 @@ export const ROUTES = {
   policyVersions: { method: "GET", path: "/v1/policies/{id}/versions" },
   testPolicy: { method: "POST", path: "/v1/policies/test" },
 
+  createLimit: { method: "POST", path: "/v1/limits" },
+  limits: { method: "GET", path: "/v1/limits" },
+  limit: { method: "GET", path: "/v1/limits/{id}" },
+  updateLimit: { method: "PATCH", path: "/v1/limits/{id}" },
+  deleteLimit: { method: "DELETE", path: "/v1/limits/{id}" },
+  limitVersions: { method: "GET", path: "/v1/limits/{id}/versions" },
+  limitUsage: { method: "GET", path: "/v1/limits/{id}/usage" },
+
   health: { method: "GET", path: "/healthz" },
   ready: { method: "GET", path: "/readyz" },
   metrics: { method: "GET", path: "/metrics" },

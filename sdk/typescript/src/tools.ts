@@ -11,6 +11,7 @@ import {
   ArbiterError,
   CompensationRequestedError,
   DeniedError,
+  LimitExceededError,
   FinishedError,
   HeldError,
   InProgressError,
@@ -22,7 +23,7 @@ import {
   isUnavailable,
 } from "./errors.js";
 import type { Classifier } from "./classify.js";
-import { settle, type Attempt, type GuardSpec } from "./guard.js";
+import { deniedError, settle, type Attempt, type GuardSpec } from "./guard.js";
 import { modelMessage } from "./messages.js";
 import type { Action, Effect } from "./types.js";
 
@@ -131,8 +132,9 @@ export class ToolGuard<I, O> {
    * Whether the framework should ask for approval before it runs the call:
    * true while the action awaits people's approval in Arbiter, and once
    * Arbiter approved or denied it (the framework's approval then carries
-   * Arbiter's answer: see decision()). It only reads: a framework asks it
-   * before its own checks (OpenAI Agents: before tool input guardrails),
+   * Arbiter's answer: see decision()), except a denial by a limit, which
+   * asked nobody's approval: execute tells the model. It only reads: a
+   * framework asks it before its own checks (OpenAI Agents: before tool input guardrails),
    * for calls it may then drop, so the intent is recorded by execute
    * alone, when the tool really runs. A key the ledger has not seen is
    * false: execute records the intent, and an intent held for approval
@@ -142,7 +144,8 @@ export class ToolGuard<I, O> {
   async needsApproval(input: I, signal?: AbortSignal): Promise<boolean> {
     try {
       const a = await this.#action(this.spec(input).key, signal);
-      return a !== null && (a.status === "awaiting_approval" || a.status === "approved" || a.status === "denied");
+      // A limit's denial asked nobody's approval: execute answers it (DeniedError).
+      return a !== null && (a.status === "awaiting_approval" || a.status === "approved" || (a.status === "denied" && a.approval !== null));
     } catch {
       return false;
     }
@@ -189,10 +192,14 @@ export class ToolGuard<I, O> {
       return { state: "pending", action: a, url: a ? this.client.actionUrl(a.id) : "" };
     }
     if (a.status === "denied") {
-      const rej = a.approval?.rejection;
+      const url = this.client.actionUrl(a.id);
+      if (a.approval === null) {
+        return { state: "denied", reason: modelAnswer(deniedError(a, a.key, url), this.client)!, action: a };
+      }
+      const rej = a.approval.rejection;
       const reason = rej
-        ? modelMessage("denied", `Arbiter: rejected by ${rej.by.name}${rej.reason ? `: ${rej.reason}` : ""}`, this.client.actionUrl(a.id))
-        : modelMessage("denied", "Arbiter: the approval expired before anyone approved it", this.client.actionUrl(a.id));
+        ? modelMessage("denied", `Arbiter: rejected by ${rej.by.name}${rej.reason ? `: ${rej.reason}` : ""}`, url)
+        : modelMessage("denied", "Arbiter: the approval expired before anyone approved it", url);
       return { state: "denied", reason, action: a };
     }
     // Approved, or approved and run since: running it again is the
@@ -284,6 +291,7 @@ export function modelAnswer(err: unknown, client: Client): string | undefined {
   if (!e) return undefined;
   const url = (id: string) => (id ? client.actionUrl(id) : "");
   if (e instanceof PendingApprovalError) return modelMessage("pending_approval", e.message, e.url);
+  if (e instanceof LimitExceededError) return modelMessage("limit_exceeded", e.message, e.url);
   if (e instanceof DeniedError) return modelMessage("denied", e.message, e.url);
   if (e instanceof HeldError) return modelMessage("held", e.message, e.url);
   if (e instanceof InProgressError) return modelMessage("in_progress", e.message, url(e.actionId));

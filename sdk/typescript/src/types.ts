@@ -107,10 +107,48 @@ export interface Entry {
   evidence?: unknown;
 }
 
+/**
+ * The stable codes of the API's errors (web/openapi.json ErrorDetail.code).
+ * ArbiterError.code may also be one the SDK gives an answer that is not
+ * Arbiter's (unexpected_answer, unavailable).
+ */
+export type ErrorCode =
+  | "invalid"
+  | "invalid_json"
+  | "invalid_policy"
+  | "invalid_limit"
+  | "too_many_entries"
+  | "body_too_large"
+  | "unsupported_media_type"
+  | "unauthorized"
+  | "forbidden"
+  | "not_found"
+  | "method_not_allowed"
+  | "key_reused"
+  | "duplicate_risk_unacknowledged"
+  | "stale_attempt"
+  | "lease_lost"
+  | "invalid_transition"
+  | "version_conflict"
+  | "already_approved"
+  | "approval_expired"
+  | "limit_exceeded"
+  | "approver_unknown"
+  | "conflict"
+  | "too_many_matched"
+  | "unavailable"
+  | "internal";
+
 /** An API error as the server describes it. */
 export interface ErrorDetail {
-  code: string;
+  code: ErrorCode;
   message: string;
+  /**
+   * With limit_exceeded only: the limits that denied the intent, each with
+   * its group's counted use when the first intent came, the intent's
+   * amount and the limit's max.
+   */
+  limits?: ApprovalLimit[];
 }
 
 /** The ledger's answer to one entry. */
@@ -152,6 +190,8 @@ export interface Approval {
    * null or absent when it evaluated.
    */
   policies: { id: string; name: string; version: number; error?: string | null }[];
+  /** The limits whose max the action would take its group over: the people who approve it let it run over them. */
+  limits: ApprovalLimit[];
   rejection: ApprovalVote | null;
 }
 
@@ -202,6 +242,8 @@ export interface Action {
   updated_at: string;
   approval: Approval | null;
   reconciliation: Reconciliation | null;
+  /** What the limits that matched the first intent charged it, each at the version it had then; null when none matched. */
+  limits: LimitCharge[] | null;
 }
 
 /** One immutable record of an action's timeline. */
@@ -307,6 +349,7 @@ export interface Policy {
   approvals_required: number;
   expires_after: number;
   escalate_after: number | null;
+  mode: Mode;
   enabled: boolean;
   version: number;
   created_at: string;
@@ -322,6 +365,8 @@ export interface PolicyInput {
   approvals_required?: number;
   expires_after?: number;
   escalate_after?: number;
+  /** Default enforce. */
+  mode?: Mode;
   enabled?: boolean;
 }
 
@@ -340,6 +385,115 @@ export interface PolicyTestResult {
   errors?: number;
 }
 
+/**
+ * How a policy or a limit applies: `enforce` holds (or denies), `shadow`
+ * is evaluated and recorded on the intent's entry (a shadow limit is
+ * charged and counted in its usage) but holds and denies nothing.
+ */
+export type Mode = "enforce" | "shadow";
+
+/** What a limit does to a first intent that would take its group over max: hold it for approval, or deny it. */
+export type LimitOver = "hold" | "deny";
+
+/**
+ * A limit across actions: it charges the first intents it matches
+ * `amount` in their business group (`group_by`), and holds or denies one
+ * that would take its group's use within the sliding `window` over `max`.
+ */
+export interface Limit {
+  id: string;
+  namespace: string;
+  name: string;
+  /** Tool patterns; `*` matches any run of characters. */
+  tools: string[];
+  /** Which first intents of these tools it applies to: a CEL bool, as a policy's condition; empty means all. */
+  condition: string;
+  /** CEL, an int or a double: the intent's size; empty charges 1, so the limit counts actions. */
+  amount: string;
+  /** CEL, a string: the business group the budget is kept for; empty is one group for the namespace. */
+  group_by: string;
+  /** Seconds, 1–2592000: a sliding window. */
+  window: number;
+  /** The most a group may use in the window; 0 holds or denies everything the limit covers. */
+  max: number;
+  over: LimitOver;
+  approvals_required: number;
+  mode: Mode;
+  enabled: boolean;
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/**
+ * Creates a limit (name, namespace, tools, window and max required) or
+ * changes the fields set. CEL that does not compile to what its field
+ * needs is an ArbiterError with code invalid_limit.
+ */
+export interface LimitInput {
+  name?: string;
+  namespace?: string;
+  tools?: string[];
+  condition?: string;
+  amount?: string;
+  group_by?: string;
+  window?: number;
+  max?: number;
+  /** Default hold. */
+  over?: LimitOver;
+  /** 1–5, default 1: how many people approve an intent a hold limit holds. */
+  approvals_required?: number;
+  /** Default enforce. */
+  mode?: Mode;
+  enabled?: boolean;
+}
+
+/** What one limit charged an action's first intent (Action.limits), at the version the limit had then. */
+export interface LimitCharge {
+  id: string;
+  name: string;
+  version: number;
+  /** The business group `group_by` gave; "" when the limit has none. */
+  group: string;
+  amount: number;
+  /**
+   * The intent took its group over the limit's max (or its amount could not
+   * be evaluated: fail closed), whether or not the limit acted on it (a
+   * shadow limit does not).
+   */
+  exceeded: boolean;
+}
+
+/** A limit whose max an action held for approval would take its group over (Approval.limits). */
+export interface ApprovalLimit {
+  id: string;
+  name: string;
+  version: number;
+  group: string;
+  /** The group's counted use when the intent came. */
+  used: number;
+  amount: number;
+  max: number;
+}
+
+/** A limit's counted use now. */
+export interface LimitUsage {
+  window: number;
+  max: number;
+  /** The groups with the most counted use, most first (at most 100). */
+  groups: GroupUsage[];
+}
+
+/** One group's counted use. */
+export interface GroupUsage {
+  group: string;
+  used: number;
+  /** How many actions' charges count. */
+  actions: number;
+  /** When the oldest counting charge was made: its use leaves the window `window` seconds later. */
+  oldest_at: string;
+}
+
 export type WebhookEventType =
   | "action.timed_out"
   | "action.decided"
@@ -353,6 +507,7 @@ export type WebhookEventType =
   | "action.approval_escalated"
   | "action.approval_expired"
   | "action.reconciled"
+  | "action.limit_exceeded"
   | "webhook.test";
 
 /** An endpoint that receives alerts. `secret` is set only on creation and rotation. */

@@ -161,6 +161,32 @@ describe("Vercel AI SDK adapter", { skip: noServer || missing || false, concurre
     assert.equal((await agent.actionByKey(`refund:${order}`)).status, "denied");
   });
 
+  test("denied by a limit: the model hears a limit refused it and which, and nothing runs", async () => {
+    const { tool: ledgerTool } = fresh();
+    const order = fresh().key.split(":")[1];
+    const limit = await admin.createLimit({ name: `no refunds (${ledgerTool})`, namespace: process.env.ARBITER_NAMESPACE, tools: [ledgerTool], window: 60, max: 0, over: "deny" });
+    const { tools, refunds } = refundTool(ledgerTool);
+    const model = modelCalling({ order, amount_cents: 4200 });
+    const messages = [{ role: "user", content: `refund ${order}` }];
+    const text = `Refused: this call would go over a limit set on such actions (a budget or a rate), so it will not run. Do not call the tool again to get around it, not with other details either; tell the user a limit refused it and that a person can change the limit`;
+    const first = await generateText({ model, tools, messages });
+    const said = toolOutputs(first).map((o) => String(o?.value ?? o));
+    assert.equal(said.length, 1);
+    assert.ok(said[0].startsWith(text), said[0]);
+    assert.match(said[0], new RegExp(`${JSON.stringify(limit.name).replace(/[()]/g, "\\$&")} \\(version 1\\) allows 0`), "names the limit");
+    const a = await agent.actionByKey(`refund:${order}`);
+    assert.equal(a.status, "denied");
+    assert.equal(a.approval, null);
+    // The same call again: no approval was ever asked, so no approval request; the model hears it again.
+    const again = await generateText({ model, tools, messages });
+    assert.equal(again.content.filter((p) => p.type === "tool-approval-request").length, 0);
+    const saidAgain = toolOutputs(again).map((o) => String(o?.value ?? o));
+    assert.equal(saidAgain.length, 1);
+    assert.ok(saidAgain[0].startsWith(text), saidAgain[0]);
+    assert.equal(refunds.length, 0);
+    await admin.deleteLimit(limit.id);
+  });
+
   test("approved in the app but not in Arbiter: the tool does not run, and the model hears it awaits approval", async () => {
     const { tool: ledgerTool } = fresh();
     const order = fresh().key.split(":")[1];

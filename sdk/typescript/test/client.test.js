@@ -115,10 +115,12 @@ describe("client", { skip: noServer || false, concurrency: true }, () => {
     const { tool } = fresh();
     const p = await admin.createPolicy({ name: `ts ${tool}`, namespace: "sdk", tools: [tool], condition: "params.amount_cents > 100000", approvals_required: 2 });
     assert.equal(p.version, 1);
+    assert.equal(p.mode, "enforce", "the default mode");
     assert.ok((await operator.policies({ namespace: "sdk" })).some((x) => x.id === p.id));
     assert.equal((await reader.policy(p.id)).condition, "params.amount_cents > 100000");
     const p2 = await admin.updatePolicy(p.id, { approvals_required: 1 });
     assert.equal(p2.version, 2);
+    assert.equal(p2.mode, "enforce");
     assert.deepEqual((await admin.policyVersions(p.id)).map((v) => v.approvals_required), [2, 1]);
 
     const big = fresh().key;

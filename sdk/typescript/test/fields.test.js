@@ -56,6 +56,15 @@ const pairs = [
   ["Approval", "Approval"],
   ["Reconciliation", "Reconciliation"],
   ["LookupAnswerRecord", "LookupAnswer"],
+  ["ErrorDetail", "ErrorDetail"],
+  ["Policy", "Policy"],
+  ["PolicyInput", "PolicyInput"],
+  ["Limit", "Limit"],
+  ["LimitInput", "LimitInput"],
+  ["LimitCharge", "LimitCharge"],
+  ["ApprovalLimit", "ApprovalLimit"],
+  ["LimitUsage", "LimitUsage"],
+  ["GroupUsage", "GroupUsage"],
 ];
 
 for (const [iface, schemaName] of pairs) {

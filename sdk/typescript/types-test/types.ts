@@ -6,7 +6,7 @@
 import { tool as aiTool } from "ai";
 import { tool as agentsTool } from "@openai/agents";
 import { z } from "zod";
-import { Client, key, type Outcome } from "@arbiter-ledger/arbiter";
+import { Client, DeniedError, LimitExceededError, key, type Action, type ApprovalLimit, type Limit, type LimitCharge, type LimitUsage, type Outcome } from "@arbiter-ledger/arbiter";
 import { arbiterTool as aiArbiterTool } from "@arbiter-ledger/arbiter/ai-sdk";
 import { arbiterTool as agentsArbiterTool } from "@arbiter-ledger/arbiter/openai-agents";
 
@@ -63,3 +63,23 @@ const declared = aiArbiterTool(arbiter, {
   execute: async () => 1,
 });
 type _7 = Expect<Equal<Parameters<typeof declared.execute>[0], { order: string }>>;
+
+// Limits across actions: the client's methods and what a limit's denial carries.
+export async function limits(err: LimitExceededError) {
+  const l = await arbiter.createLimit({ name: "refunds", namespace: "payments", tools: ["payments.refund"], amount: "params.amount", group_by: "params.customer", window: 3600, max: 100, over: "deny" });
+  type _8 = Expect<Equal<typeof l, Limit>>;
+  type _9 = Expect<Equal<typeof l.over, "hold" | "deny">>;
+  type _10 = Expect<Equal<typeof l.mode, "enforce" | "shadow">>;
+  type _11 = Expect<Equal<Awaited<ReturnType<typeof arbiter.limits>>, Limit[]>>;
+  type _12 = Expect<Equal<Awaited<ReturnType<typeof arbiter.limitVersions>>, Limit[]>>;
+  type _13 = Expect<Equal<Awaited<ReturnType<typeof arbiter.limitUsage>>, LimitUsage>>;
+  type _14 = Expect<Equal<Awaited<ReturnType<typeof arbiter.deleteLimit>>, void>>;
+  type _15 = Expect<Equal<typeof err.limits, ApprovalLimit[]>>;
+  const denied: DeniedError = err; // a limit's denial is a denial
+  void denied;
+  type _16 = Expect<Equal<Action["limits"], LimitCharge[] | null>>;
+  await arbiter.updateLimit(l.id, { max: 150, mode: "shadow" });
+  await arbiter.limitUsage(l.id, { group: "cus_1" });
+  // @ts-expect-error: over is hold or deny
+  await arbiter.updateLimit(l.id, { over: "block" });
+}
