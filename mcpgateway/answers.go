@@ -52,6 +52,7 @@ func (c *call) answer(ctx context.Context, spec client.GuardSpec, out *client.Ou
 		held     *client.HeldError
 		pending  *client.PendingApprovalError
 		denied   *client.DeniedError
+		limit    *client.LimitExceededError
 		inProg   *client.InProgressError
 		finished *client.FinishedError
 		apiErr   *client.Error
@@ -72,6 +73,10 @@ func (c *call) answer(ctx context.Context, spec client.GuardSpec, out *client.Ou
 		return toolError("%s was not called: it waits for a person's approval in Arbiter, and nobody decided within %s: %s. "+
 			"The approval is for these exact arguments: call again with the same arguments to keep waiting; it runs once approved.",
 			name, c.p.approvalWait, pending.URL), nil
+	case errors.As(err, &limit):
+		return toolError("%s was not run: a limit set in Arbiter on such actions refused it: %s (%s). It will not run with these arguments; "+
+			"do not call it again with other arguments to get around the limit. Tell the user a limit refused it; a person can change the limit.",
+			name, limit.Why, limit.URL), nil
 	case errors.As(err, &denied):
 		if denied.Expired {
 			return toolError("%s was not run: the approval it needed expired before anyone approved it (%s). It will not run with these arguments.",

@@ -77,11 +77,11 @@ type arbiter struct {
 
 func startArbiter(t testing.TB, st *services.Store) *arbiter {
 	t.Helper()
-	approvals := policies.New(st)
-	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals})
+	approvals, limits := policies.New(st), policies.NewLimits(st)
+	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals, Limiter: limits})
 	srv := httptest.NewServer(web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st),
 		Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}), Policies: approvals,
-		Metrics: web.NewMetrics(nil, nil), Log: slog.New(slog.DiscardHandler)}))
+		Limits: limits, Metrics: web.NewMetrics(nil, nil), Log: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(srv.Close)
 	return &arbiter{t: t, st: st, ledger: ledger, url: srv.URL}
 }

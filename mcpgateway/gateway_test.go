@@ -224,6 +224,31 @@ func TestCallNeedingApprovalIsRefusedAfterReject(t *testing.T) {
 	})
 }
 
+func TestCallOverALimitIsRefusedWithTheLimit(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, m mode, arb *arbiter) {
+		up, pay := startUpstream(t, m)
+		agent := arb.client("payments", "gateway", services.RoleAgent)
+		g := startGateway(t, m, agent, up, `{"name": "payments", "tools": [{"match": "refund", "key": "refund:{order_id}"}]}`)
+		admin := arb.client("", "admin", services.RoleAdmin)
+		_, err := admin.CreateLimit(context.Background(), client.LimitInput{Name: new("refunds per order"), Namespace: new("payments"),
+			Tools: &[]string{"payments.refund"}, Amount: new("params.amount"), GroupBy: new("params.order_id"),
+			Window: new(3600), Max: new(1000.0), Over: new(client.LimitDeny)})
+		require.NoError(t, err)
+
+		require.False(t, g.call(t, "refund", map[string]any{"order_id": "o-9", "amount": 600}).IsError)
+		res := g.call(t, "refund", map[string]any{"order_id": "o-10", "amount": 1200})
+		require.True(t, res.IsError)
+		a, err := agent.ActionByKey(context.Background(), "refund:o-10")
+		require.NoError(t, err)
+		assert.Equal(t, client.StatusDenied, a.Status)
+		assert.Equal(t, `refund was not run: a limit set in Arbiter on such actions refused it: limit "refunds per order" (version 1) `+
+			`allows 1000 in group "o-10"; 0 is used and this intent adds 1200 (`+agent.ActionURL(a.ID)+`). It will not run with these arguments; `+
+			`do not call it again with other arguments to get around the limit. Tell the user a limit refused it; a person can change the limit.`, text(res))
+		assert.Equal(t, 1, pay.state().Calls["refund"], "the refund over the limit never reached the upstream")
+	})
+}
+
 func TestUpstreamThatDiesAfterTheEffectLeavesATimedOutActionForAPerson(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, m mode, arb *arbiter) {
