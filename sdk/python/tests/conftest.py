@@ -43,6 +43,11 @@ def operator(url: str) -> arbiter.Client:
 
 
 @pytest.fixture
+def reader(url: str) -> arbiter.Client:
+    return _client(url, _env("ARBITER_READER_KEY"))
+
+
+@pytest.fixture
 def admin(url: str) -> arbiter.Client:
     return _client(url, _env("ARBITER_ADMIN_KEY"))
 

@@ -162,6 +162,26 @@ def test_a_call_awaiting_approval_does_not_run_and_the_model_is_told(agent: arbi
     assert told.content.startswith("Not done yet: this call is waiting for a person's approval. Do not call the tool")
 
 
+def test_a_call_a_limit_denies_does_not_run_and_the_model_learns_a_limit_refused_it(
+        agent: arbiter.Client, admin: arbiter.Client, uniq: str) -> None:
+    psp, order = Provider(), f"order-{uniq}"
+    lim = admin.create_limit(f"py refund freeze {uniq}", "sdk", [f"payments.refund.{uniq}"], 60, 0, over="deny")
+    try:
+        args = {"order_id": order, "amount_cents": 4200}
+        bot = create_agent(langchain_model([[("refund", args, "c1")], "refused"]), tools=tools(psp, []),
+                           middleware=[guards(agent, uniq)])
+
+        state = bot.invoke({"messages": [HumanMessage("refund my order")]})
+
+        assert psp.calls == []
+        [told] = tool_messages(state)
+        assert told.status == "error"
+        assert told.content.startswith("Refused: this call would go over a limit set on such actions")
+        assert "denied by a limit" in told.content and lim.name in told.content and "/actions/" in told.content
+    finally:
+        admin.delete_limit(lim.id)
+
+
 def test_a_misspelled_tool_name_is_refused(agent: arbiter.Client, uniq: str) -> None:
     g = {"refnud": arbiter.guard(tool=f"payments.refund.{uniq}", client=agent, key=lambda order_id, **_: order_id)}
     agent_tools = tools(Provider(), [])

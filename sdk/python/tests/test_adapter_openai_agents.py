@@ -237,6 +237,36 @@ def test_a_held_action_is_not_run_again_and_the_model_learns_why(agent: arbiter.
                            "Do not call the tool again") and "/actions/" in told
 
 
+LIMITED = "Refused: this call would go over a limit set on such actions (a budget or a rate), so it will not run."
+
+
+def test_a_call_a_limit_denies_does_not_run_asks_nobody_and_the_model_learns_a_limit_refused_it(
+        agent: arbiter.Client, admin: arbiter.Client, uniq: str) -> None:
+    psp, order, tool = Provider(), f"order-{uniq}", f"payments.refund.{uniq}"
+    lim = admin.create_limit(f"py refund freeze {uniq}", "sdk", [tool], 60, 0, over="deny")
+    try:
+        refund = refund_tool(agent, psp, tool)
+        params = {"order_id": order, "amount_cents": 4200}
+        first = openai_model([[("refund", params, "c1")], "refused"])
+        result = asyncio.run(Runner.run(Agent(name="support", model=first, tools=[refund]), "refund it"))
+        assert result.final_output == "refused"
+        [told] = tool_outputs(first)
+        assert told.startswith(LIMITED) and "denied by a limit" in told and lim.name in told, told
+        a = agent.action_by_key(arbiter.key("refund", order))
+        assert (a.status, a.approval) == ("denied", None)
+
+        # The same call again: nobody's approval was asked, so the framework
+        # does not pause; the call tells the model again.
+        again = openai_model([[("refund", params, "c2")], "refused again"])
+        result = asyncio.run(Runner.run(Agent(name="support", model=again, tools=[refund]), "refund it"))
+        assert result.interruptions == []
+        [told] = tool_outputs(again)
+        assert told.startswith(LIMITED) and "a person rejected" not in told, told
+        assert psp.calls == []
+    finally:
+        admin.delete_limit(lim.id)
+
+
 def test_a_call_that_needs_no_approval_runs_while_another_of_the_turn_waits(
         agent: arbiter.Client, operator: arbiter.Client, uniq: str) -> None:
     psp = Provider()

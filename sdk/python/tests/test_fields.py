@@ -31,6 +31,13 @@ PAIRS: List[Tuple[type, str]] = [
     (t.Approval, "Approval"),
     (t.Reconciliation, "Reconciliation"),
     (t.LookupAnswer, "LookupAnswer"),
+    (t.ErrorDetail, "ErrorDetail"),
+    (t.Policy, "Policy"),
+    (t.Limit, "Limit"),
+    (t.LimitCharge, "LimitCharge"),
+    (t.ApprovalLimit, "ApprovalLimit"),
+    (t.LimitUsage, "LimitUsage"),
+    (t.GroupUsage, "GroupUsage"),
 ]
 
 

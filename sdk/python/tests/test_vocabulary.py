@@ -44,6 +44,12 @@ GROUPS: List[Tuple[str, Tuple[str, ...], Tuple[str, ...]]] = [
      (t.CONFIRM, t.RETRY, t.DECISION_COMPENSATE, t.MARK_COMPENSATED, t.ABANDON, t.APPROVE, t.REJECT)),
     ("WebhookDecision.decision", ("WebhookDecision", "decision"),
      (t.CONFIRM, t.RETRY, t.DECISION_COMPENSATE, t.MARK_COMPENSATED, t.ABANDON, t.APPROVE, t.REJECT)),
+    ("Policy.mode", ("Policy", "mode"), (t.MODE_ENFORCE, t.MODE_SHADOW)),
+    ("PolicyInput.mode", ("PolicyInput", "mode"), (t.MODE_ENFORCE, t.MODE_SHADOW)),
+    ("Limit.mode", ("Limit", "mode"), (t.MODE_ENFORCE, t.MODE_SHADOW)),
+    ("LimitInput.mode", ("LimitInput", "mode"), (t.MODE_ENFORCE, t.MODE_SHADOW)),
+    ("Limit.over", ("Limit", "over"), (t.LIMIT_HOLD, t.LIMIT_DENY)),
+    ("LimitInput.over", ("LimitInput", "over"), (t.LIMIT_HOLD, t.LIMIT_DENY)),
 ]
 
 
@@ -79,6 +85,13 @@ ALIASES: List[Tuple[str, Tuple[str, ...]]] = [
     ("EventType", ("WebhookEventType",)),
     ("WebhookFormat", ("WebhookFormat",)),
     ("DeliveryState", ("WebhookDelivery", "state")),
+    ("ErrorCode", ("ErrorDetail", "code")),
+    ("Mode", ("Policy", "mode")),
+    ("Mode", ("PolicyInput", "mode")),
+    ("Mode", ("Limit", "mode")),
+    ("Mode", ("LimitInput", "mode")),
+    ("LimitOver", ("Limit", "over")),
+    ("LimitOver", ("LimitInput", "over")),
 ]
 
 
@@ -86,7 +99,7 @@ def literal_aliases() -> Dict[str, Tuple[str, ...]]:
     return {k: typing.get_args(v) for k, v in vars(t).items() if typing.get_origin(v) is typing.Literal}
 
 
-@pytest.mark.parametrize("alias,where", ALIASES, ids=[a[0] for a in ALIASES])
+@pytest.mark.parametrize("alias,where", ALIASES, ids=[f"{a[0]} ({'.'.join(a[1])})" for a in ALIASES])
 def test_literal_alias_is_the_openapi_enum(alias: str, where: Tuple[str, ...]) -> None:
     ours = literal_aliases()[alias]
     assert list(ours) == enum(*where), f"arbiter.types.{alias}: the values of web/openapi.json, in its order"
@@ -100,7 +113,8 @@ def test_every_literal_alias_is_in_the_contract() -> None:
 
 @pytest.mark.parametrize("alias,group", [("Status", "Status"), ("Effect", "Effect"),
                                          ("EntryOutcome", "EntryResult.outcome"), ("Answer", "LookupAnswer.answer"),
-                                         ("Decision", "DecisionInput.decision")])
+                                         ("Decision", "DecisionInput.decision"), ("Mode", "Limit.mode"),
+                                         ("LimitOver", "Limit.over")])
 def test_constants_spell_their_alias(alias: str, group: str) -> None:
     (ours,) = [c for name, _, c in GROUPS if name == group]
     assert ours == literal_aliases()[alias]

@@ -41,6 +41,10 @@ from .types import (
     EventType,
     EntryResult,
     LedgerEntry,
+    Limit,
+    LimitOver,
+    LimitUsage,
+    Mode,
     Policy,
     PolicyTestResult,
     Status,
@@ -249,6 +253,7 @@ class AsyncClient:
         expires_after: Optional[int] = None,
         escalate_after: Optional[int] = None,
         enabled: Optional[bool] = None,
+        mode: Optional[Mode] = None,
     ) -> Policy:
         return await self._in_thread(
             self.sync.create_policy,
@@ -260,6 +265,7 @@ class AsyncClient:
             expires_after=expires_after,
             escalate_after=escalate_after,
             enabled=enabled,
+            mode=mode,
         )
 
     async def policies(self, namespace: str = "") -> List[Policy]:
@@ -279,6 +285,7 @@ class AsyncClient:
         expires_after: Optional[int] = None,
         escalate_after: Optional[int] = None,
         enabled: Optional[bool] = None,
+        mode: Optional[Mode] = None,
     ) -> Policy:
         return await self._in_thread(
             self.sync.update_policy,
@@ -290,6 +297,7 @@ class AsyncClient:
             expires_after=expires_after,
             escalate_after=escalate_after,
             enabled=enabled,
+            mode=mode,
         )
 
     async def delete_policy(self, id: str) -> None:
@@ -306,6 +314,85 @@ class AsyncClient:
         limit: int = 0,
     ) -> PolicyTestResult:
         return await self._in_thread(self.sync.test_policy, namespace, tools, condition=condition, limit=limit)
+
+    async def create_limit(
+        self,
+        name: str,
+        namespace: str,
+        tools: Sequence[str],
+        window: int,
+        max: float,
+        *,
+        condition: Optional[str] = None,
+        amount: Optional[str] = None,
+        group_by: Optional[str] = None,
+        over: Optional[LimitOver] = None,
+        approvals_required: Optional[int] = None,
+        mode: Optional[Mode] = None,
+        enabled: Optional[bool] = None,
+    ) -> Limit:
+        return await self._in_thread(
+            self.sync.create_limit,
+            name,
+            namespace,
+            tools,
+            window,
+            max,
+            condition=condition,
+            amount=amount,
+            group_by=group_by,
+            over=over,
+            approvals_required=approvals_required,
+            mode=mode,
+            enabled=enabled,
+        )
+
+    async def limits(self, namespace: str = "") -> List[Limit]:
+        return await self._in_thread(self.sync.limits, namespace=namespace)
+
+    async def limit(self, id: str) -> Limit:
+        return await self._in_thread(self.sync.limit, id)
+
+    async def update_limit(
+        self,
+        id: str,
+        *,
+        name: Optional[str] = None,
+        tools: Optional[Sequence[str]] = None,
+        condition: Optional[str] = None,
+        amount: Optional[str] = None,
+        group_by: Optional[str] = None,
+        window: Optional[int] = None,
+        max: Optional[float] = None,
+        over: Optional[LimitOver] = None,
+        approvals_required: Optional[int] = None,
+        mode: Optional[Mode] = None,
+        enabled: Optional[bool] = None,
+    ) -> Limit:
+        return await self._in_thread(
+            self.sync.update_limit,
+            id,
+            name=name,
+            tools=tools,
+            condition=condition,
+            amount=amount,
+            group_by=group_by,
+            window=window,
+            max=max,
+            over=over,
+            approvals_required=approvals_required,
+            mode=mode,
+            enabled=enabled,
+        )
+
+    async def delete_limit(self, id: str) -> None:
+        return await self._in_thread(self.sync.delete_limit, id)
+
+    async def limit_versions(self, id: str) -> List[Limit]:
+        return await self._in_thread(self.sync.limit_versions, id)
+
+    async def limit_usage(self, id: str, group: str = "") -> LimitUsage:
+        return await self._in_thread(self.sync.limit_usage, id, group=group)
 
     async def health(self) -> None:
         return await self._in_thread(self.sync.health)

@@ -28,6 +28,10 @@ from .types import (
     EventType,
     EntryResult,
     LedgerEntry,
+    Limit,
+    LimitOver,
+    LimitUsage,
+    Mode,
     Policy,
     PolicyTestResult,
     Status,
@@ -384,10 +388,13 @@ class Client:
         expires_after: Optional[int] = None,
         escalate_after: Optional[int] = None,
         enabled: Optional[bool] = None,
+        mode: Optional[Mode] = None,
     ) -> Policy:
+        """Adds a policy (admin key); ``mode`` "shadow" records its matches
+        and holds nothing (default "enforce")."""
         body = _given(name=name, namespace=namespace, tools=list(tools), condition=condition,
                       approvals_required=approvals_required, expires_after=expires_after,
-                      escalate_after=escalate_after, enabled=enabled)
+                      escalate_after=escalate_after, enabled=enabled, mode=mode)
         return decode(Policy, self._call("create_policy", body=body))
 
     def policies(self, namespace: str = "") -> List[Policy]:
@@ -408,11 +415,12 @@ class Client:
         expires_after: Optional[int] = None,
         escalate_after: Optional[int] = None,
         enabled: Optional[bool] = None,
+        mode: Optional[Mode] = None,
     ) -> Policy:
         """Changes the fields that are given, as a new version (an
         escalate_after of 0 removes it)."""
         body = _given(name=name, tools=_list(tools), condition=condition, approvals_required=approvals_required,
-                      expires_after=expires_after, escalate_after=escalate_after, enabled=enabled)
+                      expires_after=expires_after, escalate_after=escalate_after, enabled=enabled, mode=mode)
         return decode(Policy, self._call("update_policy", id, body=body))
 
     def delete_policy(self, id: str) -> None:
@@ -426,6 +434,82 @@ class Client:
         intents; nothing is written."""
         body = _given(namespace=namespace, tools=list(tools), condition=condition or None, limit=limit or None)
         return decode(PolicyTestResult, self._call("test_policy", body=body))
+
+    # --- limits across actions ---
+
+    def create_limit(
+        self,
+        name: str,
+        namespace: str,
+        tools: Sequence[str],
+        window: int,
+        max: float,
+        *,
+        condition: Optional[str] = None,
+        amount: Optional[str] = None,
+        group_by: Optional[str] = None,
+        over: Optional[LimitOver] = None,
+        approvals_required: Optional[int] = None,
+        mode: Optional[Mode] = None,
+        enabled: Optional[bool] = None,
+    ) -> Limit:
+        """Adds a limit (admin key): the first intents of ``tools`` that
+        ``condition`` matches are charged ``amount`` (CEL; empty charges 1)
+        in their group (``group_by``, CEL; empty is one group), and one that
+        would take its group's use within ``window`` seconds over ``max`` is
+        held for approval (``over`` "hold", the default) or denied ("deny").
+        CEL that does not compile raises APIError ``invalid_limit``."""
+        body = _given(name=name, namespace=namespace, tools=list(tools), window=window, max=max,
+                      condition=condition, amount=amount, group_by=group_by, over=over,
+                      approvals_required=approvals_required, mode=mode, enabled=enabled)
+        return decode(Limit, self._call("create_limit", body=body))
+
+    def limits(self, namespace: str = "") -> List[Limit]:
+        """The limits the key may see (not agent keys), of one namespace if
+        given."""
+        query = {"namespace": namespace} if namespace else None
+        return [decode(Limit, x) for x in self._call("limits", query=query)["limits"]]
+
+    def limit(self, id: str) -> Limit:
+        return decode(Limit, self._call("limit", id))
+
+    def update_limit(
+        self,
+        id: str,
+        *,
+        name: Optional[str] = None,
+        tools: Optional[Sequence[str]] = None,
+        condition: Optional[str] = None,
+        amount: Optional[str] = None,
+        group_by: Optional[str] = None,
+        window: Optional[int] = None,
+        max: Optional[float] = None,
+        over: Optional[LimitOver] = None,
+        approvals_required: Optional[int] = None,
+        mode: Optional[Mode] = None,
+        enabled: Optional[bool] = None,
+    ) -> Limit:
+        """Changes the fields that are given, as a new version (admin key).
+        Charges already made stay as they were."""
+        body = _given(name=name, tools=_list(tools), condition=condition, amount=amount, group_by=group_by,
+                      window=window, max=max, over=over, approvals_required=approvals_required, mode=mode,
+                      enabled=enabled)
+        return decode(Limit, self._call("update_limit", id, body=body))
+
+    def delete_limit(self, id: str) -> None:
+        """Stops a limit from applying; its versions stay readable (admin
+        key)."""
+        self._call("delete_limit", id)
+
+    def limit_versions(self, id: str) -> List[Limit]:
+        """Every version of a limit, oldest first."""
+        return [decode(Limit, x) for x in self._call("limit_versions", id)["versions"]]
+
+    def limit_usage(self, id: str, group: str = "") -> LimitUsage:
+        """A limit's counted use now: the 100 groups with the most, or only
+        ``group`` if given."""
+        query = {"group": group} if group else None
+        return decode(LimitUsage, self._call("limit_usage", id, query=query))
 
     # --- the service ---
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, List, Optional
 
 if TYPE_CHECKING:
     from .execute import Outcome
-    from .types import Action, EntryResult
+    from .types import Action, ApprovalLimit, EntryResult
 
 __all__ = [
     "ArbiterError",
@@ -20,6 +20,7 @@ __all__ = [
     "KeyReusedError",
     "PendingApprovalError",
     "DeniedError",
+    "LimitExceededError",
     "FinishedError",
     "OutcomeUnknownError",
     "ReportError",
@@ -169,17 +170,38 @@ class PendingApprovalError(ArbiterError):
 
 
 class DeniedError(ArbiterError):
-    """The action's approval was rejected (``by``, ``reason``) or expired
-    (``expired``): nothing ran and nothing may run under this key."""
+    """The action was denied: its approval was rejected (``by``,
+    ``reason``) or expired (``expired``), or a limit across actions denied
+    it (then it is a LimitExceededError, and ``limits`` names them): nothing
+    ran and nothing may run under this key."""
 
     def __init__(self, action_id: str, key: str, url: str, expired: bool, by: str = "", reason: str = "") -> None:
         self.action_id, self.key, self.url = action_id, key, url
         self.expired, self.by, self.reason = expired, by, reason
+        self.limits: List[ApprovalLimit] = []
         if expired:
             msg = f"arbiter: action {key!r} was denied: its approval expired; nothing was run ({url})"
         else:
             msg = f"arbiter: action {key!r} was rejected by {by} ({reason!r}); nothing was run ({url})"
         super().__init__(msg)
+
+
+class LimitExceededError(DeniedError):
+    """A limit across actions denied the action: its group's counted use
+    plus this intent's amount was over the limit's max. ``limits`` are the
+    limits that denied it, each with its group's use when the first intent
+    came, the intent's amount and the max (the answer's error.limits; empty
+    when only the action was read, whose ``limits`` still name them);
+    ``detail`` is Arbiter's account of it. It is a DeniedError too, so code
+    that handles denials handles it: nothing ran and nothing may run under
+    this key."""
+
+    def __init__(self, action_id: str, key: str, url: str, limits: List[ApprovalLimit], detail: str) -> None:
+        self.action_id, self.key, self.url = action_id, key, url
+        self.expired, self.by, self.reason = False, "", ""
+        self.limits = list(limits)
+        self.detail = detail
+        ArbiterError.__init__(self, f"arbiter: action {key!r} was denied by a limit: {detail}; nothing was run ({url})")
 
 
 class FinishedError(ArbiterError):

@@ -21,6 +21,7 @@ from .errors import (
     HeldError,
     InProgressError,
     LeaseLostError,
+    LimitExceededError,
     OutcomeUnknownError,
     PendingApprovalError,
     ReportError,
@@ -195,7 +196,8 @@ def run(client: Client, spec: Spec, fn: Callable[[Attempt], Any], answer: Option
     - in_progress: asks again with backoff for up to spec.wait, then
       InProgressError. held: HeldError. pending_approval: waits on the
       server (Prefer: wait) up to spec.approval_wait, then
-      PendingApprovalError; denied: DeniedError. key_reused:
+      PendingApprovalError; denied: DeniedError (LimitExceededError when a
+      limit across actions denied it). key_reused:
       KeyReusedError.
     - compensate: runs spec.compensate under the compensation's lease and
       reports compensated, or compensation_failed with its exception.
@@ -268,10 +270,7 @@ def ask(client: Client, spec: Spec) -> EntryResult:
                                            failing)
             # Ask again, waiting on the server for the decision.
         elif res.outcome == OUTCOME_DENIED:
-            ap = a.approval
-            rej = ap.rejection if ap is not None else None
-            raise DeniedError(a.id, spec.key, client.action_url(a.id), expired=rej is None,
-                              by=rej.by.name if rej else "", reason=rej.reason if rej else "")
+            raise denied_error(a, spec.key, client.action_url(a.id), res)
         elif res.outcome == OUTCOME_IN_PROGRESS:
             waited = time.monotonic() - start
             if waited >= spec.wait:
@@ -280,6 +279,27 @@ def ask(client: Client, spec: Spec) -> EntryResult:
         else:
             raise ArbiterError(f"arbiter: guard {spec.key!r}: unexpected outcome {res.outcome!r} for an intent")
         n += 1
+
+
+def denied_error(a: Action, key: str, url: str, res: Optional[EntryResult] = None) -> DeniedError:
+    """The error of a denied action: a LimitExceededError when a limit
+    denied it (the answer to its intent, res, names the limits with their
+    use: error.code limit_exceeded; read from the action alone, its charges
+    that exceeded name them), else a DeniedError for its approval's
+    rejection or expiry."""
+    err = res.error if res is not None and res.error is not None and res.error.code == "limit_exceeded" else None
+    if err is not None and err.limits:
+        return LimitExceededError(a.id, key, url, err.limits, err.message)
+    exceeded = [c for c in a.limits or [] if c.exceeded]
+    if a.approval is None and (err is not None or exceeded):
+        # No approval was asked: a limit denied it.
+        named = [f"limit {json.dumps(c.name)} (version {c.version})"
+                 + (f" in group {json.dumps(c.group)}" if c.group else "") for c in exceeded]
+        detail = err.message if err is not None else f"it exceeded {' or '.join(named)}"
+        return LimitExceededError(a.id, key, url, [], detail)
+    rej = a.approval.rejection if a.approval is not None else None
+    return DeniedError(a.id, key, url, expired=rej is None,
+                       by=rej.by.name if rej else "", reason=rej.reason if rej else "")
 
 
 def attempt_of(spec: Spec, res: EntryResult) -> Attempt:

@@ -16,6 +16,9 @@ MESSAGES: Dict[str, str] = {
     "denied": (
         "Refused: a person rejected this call, or its approval expired. It will not run. Do not call the tool again; tell the user it was refused. {detail}"
     ),
+    "limit_exceeded": (
+        "Refused: this call would go over a limit set on such actions (a budget or a rate), so it will not run. Do not call the tool again to get around it, not with other details either; tell the user a limit refused it and that a person can change the limit ({action_url}). {detail}"
+    ),
     "held": (
         "Not done: an earlier attempt's outcome is unknown and a person is checking it. Do not call the tool again; tell the user it is being checked ({action_url}). {detail}"
     ),

@@ -107,12 +107,37 @@ ActorKind = Literal["agent", "operator", "system"]
 EventType = Literal[
     "action.timed_out", "action.decided", "action.key_reused", "action.stale_outcome", "action.late_result",
     "action.compensated", "action.failed", "action.approval_requested", "action.approved",
-    "action.approval_escalated", "action.approval_expired", "action.reconciled", "webhook.test",
+    "action.approval_escalated", "action.approval_expired", "action.reconciled", "action.limit_exceeded",
+    "webhook.test",
 ]
 WebhookFormat = Literal["standard", "slack"]
 # WebhookFormatOrDefault: a format, or "" for the server's default (standard).
 WebhookFormatOrDefault = Union[WebhookFormat, Literal[""]]
 DeliveryState = Literal["pending", "succeeded", "failed"]
+
+# The stable codes of the API's errors (ErrorDetail.code). APIError.code
+# may also be one the SDK gives an answer that is not Arbiter's
+# (unexpected_answer, unavailable).
+ErrorCode = Literal[
+    "invalid", "invalid_json", "invalid_policy", "invalid_limit", "too_many_entries", "body_too_large",
+    "unsupported_media_type", "unauthorized", "forbidden", "not_found", "method_not_allowed", "key_reused",
+    "duplicate_risk_unacknowledged", "stale_attempt", "lease_lost", "invalid_transition", "version_conflict",
+    "already_approved", "approval_expired", "limit_exceeded", "approver_unknown", "conflict", "too_many_matched",
+    "unavailable", "internal",
+]
+
+# How a policy or a limit applies: enforce holds (or denies); shadow is
+# evaluated and recorded on the intent's entry (a shadow limit is charged
+# and counted in its usage) but holds and denies nothing.
+Mode = Literal["enforce", "shadow"]
+MODE_ENFORCE: Final = "enforce"
+MODE_SHADOW: Final = "shadow"
+
+# What a limit does to a first intent that would take its group over its
+# max: hold it for people's approval, or deny it.
+LimitOver = Literal["hold", "deny"]
+LIMIT_HOLD: Final = "hold"
+LIMIT_DENY: Final = "deny"
 
 T = TypeVar("T")
 
@@ -204,8 +229,25 @@ class ApprovalPolicy:
 
 
 @dataclass
+class ApprovalLimit:
+    """A limit whose max the action would take its group over, with the
+    group's counted use when its first intent came (Approval.limits, and
+    ErrorDetail.limits of a limit_exceeded denial)."""
+
+    id: str
+    name: str
+    version: int
+    group: str  # the business group the limit's group_by gave; "" when it has none
+    used: float
+    amount: float
+    max: float
+
+
+@dataclass
 class Approval:
-    """What an action held for approval needs and has."""
+    """What an action held for approval needs and has: the policies that
+    caught it and the limits it would exceed (the people who approve it let
+    it run over them)."""
 
     required: int
     approvals: List[ApprovalVote]
@@ -213,6 +255,24 @@ class Approval:
     escalate_at: Optional[datetime]
     policies: List[ApprovalPolicy]
     rejection: Optional[ApprovalVote]
+    # Always sent by a server with limits; empty when none is exceeded (and
+    # in the answers of a server older than limits).
+    limits: List[ApprovalLimit] = dataclasses.field(default_factory=list)
+
+
+@dataclass
+class LimitCharge:
+    """What one limit charged an action's first intent (Action.limits), at
+    the version the limit had then. ``exceeded``: the intent took its group
+    over the limit's max (or its amount could not be evaluated: fail
+    closed), whether or not the limit acted on it (a shadow one does not)."""
+
+    id: str
+    name: str
+    version: int
+    group: str  # "" when the limit has no group_by
+    amount: float
+    exceeded: bool
 
 
 @dataclass
@@ -266,12 +326,19 @@ class Action:
     updated_at: datetime
     approval: Optional[Approval]
     reconciliation: Optional[Reconciliation]
+    # What the limits that matched the first intent charged it; None when
+    # no limit matched (or a server older than limits answered).
+    limits: Optional[List[LimitCharge]] = None
 
 
 @dataclass
 class ErrorDetail:
-    code: str
+    code: ErrorCode
     message: str
+    # With limit_exceeded only: the limits that denied the intent, each with
+    # its group's counted use when the first intent came, the intent's
+    # amount and the limit's max (a retry of the denied key gets the same).
+    limits: Optional[List[ApprovalLimit]] = None
 
 
 @dataclass
@@ -392,6 +459,7 @@ class Policy:
     approvals_required: int
     expires_after: int
     escalate_after: Optional[int]
+    mode: Mode  # shadow: evaluated and recorded on the intent's entry, nothing is held
     enabled: bool
     version: int
     created_at: datetime
@@ -405,6 +473,52 @@ class PolicyTestResult:
     sample: List[Action]
     errors: Optional[int] = None  # intents the condition failed on (counted as matched)
     partial: Optional[bool] = None  # the time budget ran out before every intent read was examined
+
+
+@dataclass
+class Limit:
+    """A limit across actions: it charges the first intents it matches
+    ``amount`` in their business group (``group_by``), and holds or denies
+    (``over``) one that would take its group's use within the sliding
+    ``window`` over ``max``."""
+
+    id: str
+    namespace: str
+    name: str
+    tools: List[str]  # patterns; * matches any run of characters
+    condition: str  # which first intents it applies to: a CEL bool, as a policy's; empty means all
+    amount: str  # CEL, an int or a double: the intent's size; empty charges 1 (the limit counts actions)
+    group_by: str  # CEL, a string: the business group; empty is one group for the namespace
+    window: int  # seconds
+    max: float
+    over: LimitOver
+    approvals_required: int
+    mode: Mode
+    enabled: bool
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass
+class GroupUsage:
+    """One group's counted use: ``actions`` charges count, the oldest made
+    at ``oldest_at`` (its use leaves the window ``window`` seconds later)."""
+
+    group: str
+    used: float
+    actions: int
+    oldest_at: datetime
+
+
+@dataclass
+class LimitUsage:
+    """A limit's counted use now: the groups with the most, most first (at
+    most 100)."""
+
+    window: int
+    max: float
+    groups: List[GroupUsage]
 
 
 @dataclass

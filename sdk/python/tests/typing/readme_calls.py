@@ -5,7 +5,7 @@ calls really return (typing.assert_type fails on Any too)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Dict, Optional, assert_type
+from typing import Any, Dict, List, Optional, assert_type
 
 import arbiter
 from arbiter import types
@@ -112,3 +112,44 @@ def vocabulary(a: arbiter.Action, r: arbiter.EntryResult, e: arbiter.LedgerEntry
     decision: types.Decision = types.DECISION_COMPENSATE
     arbiter.Entry(key="k", type="lookup_result", answer=types.NOT_HAPPENED)
     print(status, outcome, decision)
+
+
+# Limits: the README's calls, and what a denial by a limit carries.
+def limits(admin: arbiter.Client) -> None:
+    cap = admin.create_limit("refunds per customer", "payments", ["payments.refund"], window=86400, max=500_00,
+                             amount="params.amount_cents", group_by="params.customer", over="deny")
+    assert_type(cap, arbiter.Limit)
+    assert_type(cap.over, types.LimitOver)
+    assert_type(cap.mode, types.Mode)
+    assert_type(admin.update_limit(cap.id, max=1000_00, mode="shadow"), arbiter.Limit)
+    usage = admin.limit_usage(cap.id, group="cus_42")
+    assert_type(usage, arbiter.LimitUsage)
+    assert_type(usage.groups[0].used, float)
+    assert_type(usage.groups[0].oldest_at, datetime)
+    assert_type(admin.limits("payments"), List[arbiter.Limit])
+    assert_type(admin.limit(cap.id), arbiter.Limit)
+    assert_type(admin.limit_versions(cap.id), List[arbiter.Limit])
+    assert_type(admin.delete_limit(cap.id), None)
+    try:
+        refund("order-8812", 4200)
+    except arbiter.LimitExceededError as e:
+        assert_type(e.limits, List[arbiter.ApprovalLimit])
+        assert_type(e.detail, str)
+        print(e.limits[0].used, e.limits[0].amount, e.limits[0].max, e.detail)
+
+
+def limit_answers(a: arbiter.Action, r: arbiter.EntryResult, p: arbiter.Policy) -> None:
+    assert_type(a.limits, Optional[List[arbiter.LimitCharge]])
+    assert_type(p.mode, types.Mode)
+    if r.error is not None:
+        assert_type(r.error.code, types.ErrorCode)
+        assert_type(r.error.limits, Optional[List[arbiter.ApprovalLimit]])
+    if a.approval is not None:
+        assert_type(a.approval.limits, List[arbiter.ApprovalLimit])
+
+
+async def async_limits(admin: arbiter.AsyncClient) -> None:
+    cap = await admin.create_limit("actions per agent", "payments", ["*"], 60, 100, group_by="agent")
+    assert_type(cap, arbiter.Limit)
+    assert_type(await admin.limit_usage(cap.id), arbiter.LimitUsage)
+    assert_type(await admin.limits(), List[arbiter.Limit])

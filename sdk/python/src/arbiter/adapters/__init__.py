@@ -18,6 +18,7 @@ from ..errors import (
     HeldError,
     InProgressError,
     KeyReusedError,
+    LimitExceededError,
     OutcomeUnknownError,
     PendingApprovalError,
     ReportError,
@@ -61,6 +62,8 @@ def model_answer(err: BaseException, client: Optional[Client] = None) -> Optiona
     detail = str(e)
     if isinstance(e, PendingApprovalError):
         return model_message("pending_approval", detail, e.url)
+    if isinstance(e, LimitExceededError):  # a DeniedError that asked nobody: a limit refused it
+        return model_message("limit_exceeded", detail, e.url)
     if isinstance(e, DeniedError):
         return model_message("denied", detail, e.url)
     if isinstance(e, HeldError):

@@ -140,14 +140,16 @@ class _Guarded:
         """The framework's approval check, asked before the tool's input
         guardrails: it only reads. True while the action awaits people's
         approval in Arbiter, and once they approved or denied it (the
-        framework's approval then carries Arbiter's answer, see decide);
-        false for a key the ledger has not seen (the call records the
-        intent), and when Arbiter cannot be asked (the call fails closed)."""
+        framework's approval then carries Arbiter's answer, see decide),
+        except a denial by a limit, which asked nobody's approval (the call
+        tells the model: LimitExceededError); false for a key the ledger has
+        not seen (the call records the intent), and when Arbiter cannot be
+        asked (the call fails closed)."""
         try:
             a = await self.threads.run(self.guard.client.action_by_key, self.spec(params).key)
         except Exception:
             return False
-        return a.status in (AWAITING_APPROVAL, APPROVED, DENIED)
+        return a.status in (AWAITING_APPROVAL, APPROVED) or (a.status == DENIED and a.approval is not None)
 
     def tool_function(self) -> Callable[..., Any]:
         """A function for agents.function_tool: the user's signature without
@@ -254,6 +256,10 @@ async def decide(state: RunState[Any], *, wait: float = 0, client: Optional[Clie
                 continue
             if a.status == AWAITING_APPROVAL:
                 still.append(item)
+            elif a.status == DENIED and a.approval is None:
+                # Denied by a limit: nobody's approval was asked.
+                denied = execute.denied_error(a, k, c.action_url(a.id))
+                state.reject(item, rejection_message=model_answer(denied, c) or str(denied))
             elif a.status == DENIED:
                 rej = a.approval.rejection if a.approval is not None else None
                 why = (f"Arbiter: rejected by {rej.by.name}: {rej.reason}" if rej is not None
