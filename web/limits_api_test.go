@@ -81,7 +81,7 @@ func TestLimitsOnTheWire(t *testing.T) {
 		require.Equal(t, 409, status, "a retry of the denied key learns why: %v", m)
 		require.Equal(t, "denied", m["outcome"])
 		require.Equal(t, "limit_exceeded", errCode(m))
-		require.Contains(t, m["error"].(map[string]any)["message"], `"refunds per customer" (version 1) in group "c_1"`)
+		require.Contains(t, m["error"].(map[string]any)["message"], `"refunds per customer" (version 1) allowed 100 in group "c_1"`)
 		status, m = refund("r3", "c_2", 50)
 		require.Equal(t, 201, status, "another customer has its own budget: %v", m)
 

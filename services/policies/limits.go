@@ -3,11 +3,9 @@ package policies
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -96,14 +94,7 @@ type Limits struct {
 	st  *services.Store
 	now func() time.Time
 
-	mu    sync.Mutex
-	cache map[string]*nsLimits // by namespace
-	progs map[progKey]*limitPrograms
-}
-
-type nsLimits struct {
-	read   time.Time
-	limits []*Limit
+	*rules[models.Limit, models.LimitVersion, Limit, *limitPrograms]
 }
 
 // limitPrograms are a limit version's compiled condition, amount and group.
@@ -114,7 +105,23 @@ type limitPrograms struct {
 
 // NewLimits returns the limit service on st.
 func NewLimits(st *services.Store) *Limits {
-	return &Limits{st: st, now: services.Now, cache: map[string]*nsLimits{}, progs: map[progKey]*limitPrograms{}}
+	return &Limits{st: st, now: services.Now, rules: &rules[models.Limit, models.LimitVersion, Limit, *limitPrograms]{
+		st: st, noun: "limits", one: "limit", versionOf: "limit_id", toRule: toLimit, notFound: limitNotFound,
+		scope: func(l *Limit) (string, progKey) { return l.Namespace, progKey{l.ID, l.Version} },
+		def:   func(v *models.LimitVersion) string { return v.LimitDef },
+		compile: func(l *Limit) *limitPrograms {
+			c, err := compileLimit(l)
+			if err != nil {
+				c = &limitPrograms{err: err}
+			}
+			return c
+		},
+		canRead: readLimits, canManage: manageLimits, toModel: toLimitModel, row: limitVersion,
+		next: func(l *Limit, at time.Time) int {
+			l.Version, l.UpdatedAt = l.Version+1, at
+			return l.Version - 1
+		},
+		cache: map[string]cachedRules[Limit]{}, progs: map[progKey]*limitPrograms{}}}
 }
 
 // compileLimit compiles a limit's three expressions; the error names the
@@ -301,164 +308,50 @@ func (s *Limits) Create(ctx context.Context, pr services.Principal, in LimitInpu
 	return l, nil
 }
 
-func (s *Limits) find(ctx context.Context, pr services.Principal, id string) (*models.Limit, error) {
-	if _, err := uuid.Parse(id); err != nil {
-		return nil, limitNotFound(id)
-	}
-	var m models.Limit
-	err := s.st.Gorm().WithContext(ctx).Where("id = ? AND deleted_at IS NULL", id).Limit(1).Find(&m).Error
-	if err != nil {
-		return nil, services.DBError("limits: read", err)
-	}
-	if m.ID == "" || !pr.Sees(m.Namespace) {
-		return nil, limitNotFound(id)
-	}
-	return &m, nil
-}
-
 // Get returns a limit p may see.
 func (s *Limits) Get(ctx context.Context, pr services.Principal, id string) (*Limit, error) {
-	if err := readLimits(pr); err != nil {
-		return nil, err
-	}
-	m, err := s.find(ctx, pr, id)
-	if err != nil {
-		return nil, err
-	}
-	return toLimit(m), nil
+	return s.get(ctx, pr, id)
 }
 
 // List returns the limits p may see, of namespace ns if set, oldest first.
 func (s *Limits) List(ctx context.Context, pr services.Principal, ns string) ([]*Limit, error) {
-	if err := readLimits(pr); err != nil {
-		return nil, err
-	}
-	if err := services.CheckFilterText("namespace", ns); err != nil {
-		return nil, err
-	}
-	q := s.st.Gorm().WithContext(ctx).Where("deleted_at IS NULL")
-	one, among, none := pr.Scope(ns)
-	switch {
-	case none:
-		return []*Limit{}, nil
-	case one != "":
-		q = q.Where("namespace = ?", one)
-	case len(among) > 0:
-		q = q.Where("namespace IN ?", among)
-	}
-	var ms []models.Limit
-	if err := q.Order("created_at, id").Find(&ms).Error; err != nil {
-		return nil, services.DBError("limits: list", err)
-	}
-	out := make([]*Limit, 0, len(ms))
-	for i := range ms {
-		out = append(out, toLimit(&ms[i]))
-	}
-	return out, nil
+	return s.list(ctx, pr, ns)
 }
 
 // Update changes a limit and writes its next version; it applies to first
 // intents from now on. Charges already made keep counting as they were
 // made, at the amounts and in the groups of their version.
 func (s *Limits) Update(ctx context.Context, pr services.Principal, id string, in LimitInput) (*Limit, error) {
-	if err := manageLimits(pr); err != nil {
-		return nil, err
-	}
-	if in.Namespace != nil {
-		return nil, invalid("field \"namespace\" cannot change: create a limit in the other namespace")
-	}
-	m, err := s.find(ctx, pr, id)
-	if err != nil {
-		return nil, err
-	}
-	l := toLimit(m)
-	applyLimit(l, in)
-	if err := validateLimit(l); err != nil {
-		return nil, err
-	}
-	prev := l.Version
-	l.Version, l.UpdatedAt = prev+1, s.now()
-	toLimitModel(l, m)
-	err = s.st.GormWriter().WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Model(&models.Limit{}).Where("id = ? AND version = ? AND deleted_at IS NULL", id, prev).
-			Select("*").Omit("id", "created_at", "deleted_at").Updates(m)
-		if res.Error != nil {
-			return res.Error
+	return s.change(ctx, pr, id, s.now(), func(l *Limit) error {
+		if in.Namespace != nil {
+			return invalid("field \"namespace\" cannot change: create a limit in the other namespace")
 		}
-		if res.RowsAffected == 0 {
-			return errConflict
-		}
-		return tx.Create(limitVersion(l)).Error
+		applyLimit(l, in)
+		return validateLimit(l)
 	})
-	if errors.Is(err, errConflict) {
-		return nil, services.Errorf(services.CodeVersionConflict, "limit %s changed meanwhile; read it again", id)
-	}
-	if err != nil {
-		return nil, services.DBError("limits: update", err)
-	}
-	s.forget(l.Namespace)
-	return l, nil
 }
 
 // Delete stops a limit from charging; its versions stay readable.
 func (s *Limits) Delete(ctx context.Context, pr services.Principal, id string) error {
-	if err := manageLimits(pr); err != nil {
-		return err
-	}
-	m, err := s.find(ctx, pr, id)
-	if err != nil {
-		return err
-	}
-	now := s.now()
-	if err := s.st.GormWriter().WithContext(ctx).Model(&models.Limit{}).Where("id = ?", id).
-		Updates(map[string]any{"deleted_at": now, "updated_at": now}).Error; err != nil {
-		return services.DBError("limits: delete", err)
-	}
-	s.forget(m.Namespace)
-	return nil
+	return s.remove(ctx, pr, id, s.now())
 }
 
 // Versions returns every version of a limit p may see, oldest first, also
 // after it was deleted.
 func (s *Limits) Versions(ctx context.Context, pr services.Principal, id string) ([]*Limit, error) {
-	if err := readLimits(pr); err != nil {
-		return nil, err
-	}
-	if _, err := uuid.Parse(id); err != nil {
-		return nil, limitNotFound(id)
-	}
-	var vs []models.LimitVersion
-	if err := s.st.Gorm().WithContext(ctx).Where("limit_id = ?", id).Order("version").Find(&vs).Error; err != nil {
-		return nil, services.DBError("limits: versions", err)
-	}
-	out := make([]*Limit, 0, len(vs))
-	for _, v := range vs {
-		var l Limit
-		if err := json.Unmarshal([]byte(v.LimitDef), &l); err != nil {
-			return nil, services.DBError("limits: read a version", err)
-		}
-		out = append(out, &l)
-	}
-	if len(out) == 0 || !pr.Sees(out[0].Namespace) {
-		return nil, limitNotFound(id)
-	}
-	return out, nil
+	return s.versions(ctx, pr, id)
 }
 
 // Usage answers a limit's counted use now: the UsageGroups groups with the
 // most use, or only group when it is set.
 func (s *Limits) Usage(ctx context.Context, pr services.Principal, id, group string) (*Usage, error) {
-	if err := readLimits(pr); err != nil {
-		return nil, err
-	}
 	if err := services.CheckFilterText("group", group); err != nil {
 		return nil, err
 	}
-	m, err := s.find(ctx, pr, id)
+	l, err := s.get(ctx, pr, id)
 	if err != nil {
 		return nil, err
 	}
-	l := toLimit(m)
 	gs, err := s.st.Executor().LimitUsage(ctx, &driver.LimitUsageParams{LimitID: l.ID, Group: group,
 		Since: s.now().Add(-time.Duration(l.Window) * time.Second), Limit: UsageGroups})
 	if err != nil {
@@ -469,57 +362,6 @@ func (s *Limits) Usage(ctx context.Context, pr services.Principal, id, group str
 		u.Groups = append(u.Groups, GroupUsage{Group: g.Group, Used: g.Used, Actions: g.Actions, OldestAt: g.OldestAt})
 	}
 	return u, nil
-}
-
-// forget drops the cached limits of a namespace after a change.
-func (s *Limits) forget(ns string) {
-	s.mu.Lock()
-	delete(s.cache, ns)
-	s.mu.Unlock()
-}
-
-// enabled returns the enabled limits of namespace ns, read again at most
-// policyCacheFreshness after they were read (a change through another
-// replica applies within that time).
-func (s *Limits) enabled(ctx context.Context, ns string) ([]*Limit, error) {
-	now := time.Now()
-	s.mu.Lock()
-	c, ok := s.cache[ns]
-	s.mu.Unlock()
-	if ok && now.Sub(c.read) < policyCacheFreshness {
-		return c.limits, nil
-	}
-	var ms []models.Limit
-	if err := s.st.Gorm().WithContext(ctx).Where("namespace = ? AND enabled AND deleted_at IS NULL", ns).
-		Order("created_at, id").Find(&ms).Error; err != nil {
-		return nil, services.DBError("limits: read enabled limits", err)
-	}
-	ls := make([]*Limit, 0, len(ms))
-	for i := range ms {
-		ls = append(ls, toLimit(&ms[i]))
-	}
-	s.mu.Lock()
-	s.cache[ns] = &nsLimits{read: now, limits: ls}
-	s.mu.Unlock()
-	return ls, nil
-}
-
-// programs returns the compiled expressions of a limit version.
-func (s *Limits) programs(l *Limit) *limitPrograms {
-	k := progKey{l.ID, l.Version}
-	s.mu.Lock()
-	c, ok := s.progs[k]
-	s.mu.Unlock()
-	if !ok {
-		var err error
-		if c, err = compileLimit(l); err != nil {
-			c = &limitPrograms{err: err}
-		}
-		s.mu.Lock()
-		s.progs[k] = c
-		s.mu.Unlock()
-	}
-	return c
 }
 
 // Limits says which enabled limits of its namespace a first intent is
@@ -540,10 +382,7 @@ func (s *Limits) Limits(ctx context.Context, q services.ApprovalQuery) ([]servic
 			continue
 		}
 		if act == nil {
-			facts := Facts{Tool: q.Tool, Effect: q.Effect, Agent: q.Agent, Namespace: q.Namespace,
-				Reference: q.Reference, RunID: q.RunID}
-			_ = json.Unmarshal(q.Params, &facts.Params)
-			act = facts.activation()
+			act = queryActivation(q)
 		}
 		m := services.LimitMatch{ID: l.ID, Name: l.Name, Version: l.Version, Amount: 1, Max: l.Max,
 			Window: time.Duration(l.Window) * time.Second, Over: l.Over, Mode: l.Mode, Approvals: l.ApprovalsRequired}

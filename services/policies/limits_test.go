@@ -124,8 +124,8 @@ func TestLimitDeniesOverItsMaxPerGroup(t *testing.T) {
 		for i := range 3 {
 			res := e.refund(t, fmt.Sprintf("r%d", i), "cus_1", 10)
 			require.Equal(t, record.OutcomeProceed, res.Outcome)
-			require.Equal(t, []record.LimitCharge{{ID: l.ID, Name: "refunds per customer", Version: 1, Group: "cus_1", Amount: 10}},
-				res.Action.Limits)
+			require.Equal(t, []record.LimitCharge{{ID: l.ID, Name: "refunds per customer", Version: 1, Group: "cus_1", Amount: 10,
+				Used: float64(10 * i), Max: 30}}, res.Action.Limits)
 		}
 		res := e.refund(t, "r3", "cus_1", 10)
 		require.Equal(t, record.OutcomeDenied, res.Outcome)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/cel-go/interpreter"
 
-	"github.com/arbiter-ledger/arbiter/models"
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/record"
 )
@@ -20,66 +19,17 @@ import (
 // another replica applies within that time). Conditions are compiled once
 // per policy version.
 
-type nsPolicies struct {
-	read     time.Time
-	policies []*Policy
-}
-
-type progKey struct {
-	id      string
-	version int
-}
-
 type compiled struct {
 	prg *program
 	err error
 }
 
-// forget drops the cached policies of a namespace after a change.
-func (s *Service) forget(ns string) {
-	s.mu.Lock()
-	delete(s.cache, ns)
-	s.mu.Unlock()
-}
-
-// enabled returns the enabled policies of namespace ns.
-func (s *Service) enabled(ctx context.Context, ns string) ([]*Policy, error) {
-	now := time.Now()
-	s.mu.Lock()
-	c, ok := s.cache[ns]
-	s.mu.Unlock()
-	if ok && now.Sub(c.read) < policyCacheFreshness {
-		return c.policies, nil
-	}
-	var ms []models.Policy
-	if err := s.st.Gorm().WithContext(ctx).Where("namespace = ? AND enabled AND deleted_at IS NULL", ns).
-		Order("created_at, id").Find(&ms).Error; err != nil {
-		return nil, services.DBError("policies: read enabled policies", err)
-	}
-	ps := make([]*Policy, 0, len(ms))
-	for i := range ms {
-		ps = append(ps, toPolicy(&ms[i]))
-	}
-	s.mu.Lock()
-	s.cache[ns] = &nsPolicies{read: now, policies: ps}
-	s.mu.Unlock()
-	return ps, nil
-}
-
-// program returns the compiled condition of a policy version.
-func (s *Service) program(p *Policy) (*program, error) {
-	k := progKey{p.ID, p.Version}
-	s.mu.Lock()
-	c, ok := s.progs[k]
-	s.mu.Unlock()
-	if !ok {
-		prg, err := compile(p.Condition)
-		c = &compiled{prg: prg, err: err}
-		s.mu.Lock()
-		s.progs[k] = c
-		s.mu.Unlock()
-	}
-	return c.prg, c.err
+// queryActivation gives the CEL variables of a first intent.
+func queryActivation(q services.ApprovalQuery) interpreter.Activation {
+	facts := Facts{Tool: q.Tool, Effect: q.Effect, Agent: q.Agent, Namespace: q.Namespace,
+		Reference: q.Reference, RunID: q.RunID}
+	_ = json.Unmarshal(q.Params, &facts.Params)
+	return facts.activation()
 }
 
 // Require says what a first intent needs before it may run: nil when no
@@ -103,12 +53,10 @@ func (s *Service) Require(ctx context.Context, q services.ApprovalQuery) (*recor
 			continue
 		}
 		if act == nil {
-			facts := Facts{Tool: q.Tool, Effect: q.Effect, Agent: q.Agent, Namespace: q.Namespace,
-				Reference: q.Reference, RunID: q.RunID}
-			_ = json.Unmarshal(q.Params, &facts.Params)
-			act = facts.activation()
+			act = queryActivation(q)
 		}
-		prg, err := s.program(p)
+		c := s.programs(p)
+		prg, err := c.prg, c.err
 		var evalErr error
 		matched := true
 		if err != nil {

@@ -3,10 +3,8 @@ package policies
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -104,15 +102,26 @@ type Service struct {
 	// testBudget bounds one Test (DefaultTestBudget).
 	testBudget time.Duration
 
-	mu    sync.Mutex
-	cache map[string]*nsPolicies // by namespace
-	progs map[progKey]*compiled
+	*rules[models.Policy, models.PolicyVersion, Policy, *compiled]
 }
 
 // New returns the policy service on st.
 func New(st *services.Store) *Service {
-	return &Service{st: st, now: services.Now, testBudget: DefaultTestBudget, cache: map[string]*nsPolicies{},
-		progs: map[progKey]*compiled{}}
+	return &Service{st: st, now: services.Now, testBudget: DefaultTestBudget,
+		rules: &rules[models.Policy, models.PolicyVersion, Policy, *compiled]{
+			st: st, noun: "policies", one: "policy", versionOf: "policy_id", toRule: toPolicy, notFound: notFound,
+			scope: func(p *Policy) (string, progKey) { return p.Namespace, progKey{p.ID, p.Version} },
+			def:   func(v *models.PolicyVersion) string { return v.Policy },
+			compile: func(p *Policy) *compiled {
+				prg, err := compile(p.Condition)
+				return &compiled{prg: prg, err: err}
+			},
+			canRead: read, canManage: manage, toModel: toModel, row: version,
+			next: func(p *Policy, at time.Time) int {
+				p.Version, p.UpdatedAt = p.Version+1, at
+				return p.Version - 1
+			},
+			cache: map[string]cachedRules[Policy]{}, progs: map[progKey]*compiled{}}}
 }
 
 func invalid(format string, args ...any) error {
@@ -278,150 +287,38 @@ func version(p *Policy) *models.PolicyVersion {
 	return &models.PolicyVersion{PolicyID: p.ID, Version: p.Version, Policy: string(b), CreatedAt: p.UpdatedAt}
 }
 
-func (s *Service) find(ctx context.Context, pr services.Principal, id string) (*models.Policy, error) {
-	if _, err := uuid.Parse(id); err != nil {
-		return nil, notFound(id)
-	}
-	var m models.Policy
-	err := s.st.Gorm().WithContext(ctx).Where("id = ? AND deleted_at IS NULL", id).Limit(1).Find(&m).Error
-	if err != nil {
-		return nil, services.DBError("policies: read", err)
-	}
-	if m.ID == "" || !pr.Sees(m.Namespace) {
-		return nil, notFound(id)
-	}
-	return &m, nil
-}
-
 // Get returns a policy p may see.
 func (s *Service) Get(ctx context.Context, pr services.Principal, id string) (*Policy, error) {
-	if err := read(pr); err != nil {
-		return nil, err
-	}
-	m, err := s.find(ctx, pr, id)
-	if err != nil {
-		return nil, err
-	}
-	return toPolicy(m), nil
+	return s.get(ctx, pr, id)
 }
 
 // List returns the policies p may see, of namespace ns if set, oldest
 // first.
 func (s *Service) List(ctx context.Context, pr services.Principal, ns string) ([]*Policy, error) {
-	if err := read(pr); err != nil {
-		return nil, err
-	}
-	if err := services.CheckFilterText("namespace", ns); err != nil {
-		return nil, err
-	}
-	q := s.st.Gorm().WithContext(ctx).Where("deleted_at IS NULL")
-	one, among, none := pr.Scope(ns)
-	switch {
-	case none:
-		return []*Policy{}, nil
-	case one != "":
-		q = q.Where("namespace = ?", one)
-	case len(among) > 0:
-		q = q.Where("namespace IN ?", among)
-	}
-	var ms []models.Policy
-	if err := q.Order("created_at, id").Find(&ms).Error; err != nil {
-		return nil, services.DBError("policies: list", err)
-	}
-	out := make([]*Policy, 0, len(ms))
-	for i := range ms {
-		out = append(out, toPolicy(&ms[i]))
-	}
-	return out, nil
+	return s.list(ctx, pr, ns)
 }
 
 // Update changes a policy and writes its next version; the change applies
 // to first intents from now on, never to actions already waiting.
 func (s *Service) Update(ctx context.Context, pr services.Principal, id string, in Input) (*Policy, error) {
-	if err := manage(pr); err != nil {
-		return nil, err
-	}
-	if in.Namespace != nil {
-		return nil, invalid("field \"namespace\" cannot change: create a policy in the other namespace")
-	}
-	m, err := s.find(ctx, pr, id)
-	if err != nil {
-		return nil, err
-	}
-	p := toPolicy(m)
-	apply(p, in)
-	if err := validate(p); err != nil {
-		return nil, err
-	}
-	prev := p.Version
-	p.Version, p.UpdatedAt = prev+1, s.now()
-	toModel(p, m)
-	err = s.st.GormWriter().WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Model(&models.Policy{}).Where("id = ? AND version = ? AND deleted_at IS NULL", id, prev).
-			Select("*").Omit("id", "created_at", "deleted_at").Updates(m)
-		if res.Error != nil {
-			return res.Error
+	return s.change(ctx, pr, id, s.now(), func(p *Policy) error {
+		if in.Namespace != nil {
+			return invalid("field \"namespace\" cannot change: create a policy in the other namespace")
 		}
-		if res.RowsAffected == 0 {
-			return errConflict
-		}
-		return tx.Create(version(p)).Error
+		apply(p, in)
+		return validate(p)
 	})
-	if errors.Is(err, errConflict) {
-		return nil, services.Errorf(services.CodeVersionConflict, "policy %s changed meanwhile; read it again", id)
-	}
-	if err != nil {
-		return nil, services.DBError("policies: update", err)
-	}
-	s.forget(p.Namespace)
-	return p, nil
 }
-
-var errConflict = errors.New("policies: changed concurrently")
 
 // Delete stops a policy from applying; its versions stay readable.
 func (s *Service) Delete(ctx context.Context, pr services.Principal, id string) error {
-	if err := manage(pr); err != nil {
-		return err
-	}
-	m, err := s.find(ctx, pr, id)
-	if err != nil {
-		return err
-	}
-	now := s.now()
-	if err := s.st.GormWriter().WithContext(ctx).Model(&models.Policy{}).Where("id = ?", id).
-		Updates(map[string]any{"deleted_at": now, "updated_at": now}).Error; err != nil {
-		return services.DBError("policies: delete", err)
-	}
-	s.forget(m.Namespace)
-	return nil
+	return s.remove(ctx, pr, id, s.now())
 }
 
 // Versions returns every version of a policy p may see, oldest first, also
 // after it was deleted.
 func (s *Service) Versions(ctx context.Context, pr services.Principal, id string) ([]*Policy, error) {
-	if err := read(pr); err != nil {
-		return nil, err
-	}
-	if _, err := uuid.Parse(id); err != nil {
-		return nil, notFound(id)
-	}
-	var vs []models.PolicyVersion
-	if err := s.st.Gorm().WithContext(ctx).Where("policy_id = ?", id).Order("version").Find(&vs).Error; err != nil {
-		return nil, services.DBError("policies: versions", err)
-	}
-	out := make([]*Policy, 0, len(vs))
-	for _, v := range vs {
-		var p Policy
-		if err := json.Unmarshal([]byte(v.Policy), &p); err != nil {
-			return nil, services.DBError("policies: read a version", err)
-		}
-		out = append(out, &p)
-	}
-	if len(out) == 0 || !pr.Sees(out[0].Namespace) {
-		return nil, notFound(id)
-	}
-	return out, nil
+	return s.versions(ctx, pr, id)
 }
 
 // Test evaluates a rule, without saving it, on the namespace's latest first
