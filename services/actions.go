@@ -106,10 +106,6 @@ func (l *Ledger) List(ctx context.Context, p Principal, f ActionFilter) (*Action
 	}
 	q := &driver.ActionListParams{Tool: f.Tool, Agent: f.Agent, Since: f.Since, Until: f.Until, Search: f.Search,
 		Limit: f.Limit + 1, MaxBytes: MaxPageBytes}
-	var none bool
-	if q.Namespace, q.Namespaces, none = p.Scope(f.Namespace); none {
-		return &ActionPage{Actions: []*record.Action{}}, nil
-	}
 	if len(f.Statuses) > MaxFilterValues {
 		return nil, Errorf(CodeInvalid, "status names %d values; the limit is %d", len(f.Statuses), MaxFilterValues)
 	}
@@ -127,6 +123,12 @@ func (l *Ledger) List(ctx context.Context, p Principal, f ActionFilter) (*Action
 			return nil, err
 		}
 		q.BeforeID = id
+	}
+	// Every filter is checked before the scope, which may answer nothing:
+	// a bad filter is refused whoever asks.
+	var none bool
+	if q.Namespace, q.Namespaces, none = p.Scope(f.Namespace); none {
+		return &ActionPage{Actions: []*record.Action{}}, nil
 	}
 	actions, err := l.st.ex.ActionList(ctx, q)
 	if err != nil {

@@ -188,3 +188,20 @@ func TestActionListRefusesBadFilters(t *testing.T) {
 	require.Equal(t, "payments.refund", p.testid("filter-tool").AttrOr("value", ""))
 	require.True(t, slices.Contains(strings.Fields(p.testid("list-error").AttrOr("class", "")), "error"))
 }
+
+// TestActionListRefusesBadFiltersOutsideItsScope: a bad filter is refused
+// also where the key sees nothing (another namespace), not answered with an
+// empty page.
+func TestActionListRefusesBadFiltersOutsideItsScope(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, dbtest.Open(t, services.SQLite))
+	agent := e.key("payments", "bot", services.RoleAgent)
+	for _, q := range []string{"status=bogus", "cursor=nonsense"} {
+		status, m := e.do("GET", "/v1/actions?namespace=elsewhere&"+q, agent, "")
+		require.Equal(t, http.StatusBadRequest, status, "%s: %v", q, m)
+		require.Equal(t, "invalid", errCode(m), q)
+	}
+	status, m := e.do("GET", "/v1/actions?namespace=elsewhere", agent, "")
+	require.Equal(t, http.StatusOK, status, "%v", m)
+	require.Empty(t, m["actions"])
+}
