@@ -100,6 +100,9 @@ const (
 	OutcomePendingApproval = string(record.OutcomePendingApproval)
 	// OutcomeDenied: its approval was rejected or expired; do not execute.
 	OutcomeDenied = string(record.OutcomeDenied)
+	// OutcomeFrozen: a freeze holds the tool back; nothing changed, ask
+	// again after Retry-After.
+	OutcomeFrozen = string(record.OutcomeFrozen)
 )
 
 // Decisions an operator can take ([record.Decisions]), strings spelled by

@@ -140,6 +140,15 @@ func approvalRequest(s *step) *record.ApprovalRequest {
 		}
 		req.Limits, req.Required = holds, max(req.Required, required)
 	}
+	if len(s.frozen) > 0 {
+		if req == nil {
+			req = &record.ApprovalRequest{ExpiresAt: s.now.Add(DefaultApprovalExpiry), Policies: []record.PolicyRef{}}
+		} else {
+			c := *req
+			req = &c
+		}
+		req.FrozenBy = s.frozen
+	}
 	if s.in.RequireApproval == nil || !*s.in.RequireApproval {
 		return req
 	}
@@ -162,7 +171,7 @@ func holdForApproval(pl plan, req *record.ApprovalRequest) plan {
 	a := pl.next
 	a.Status, a.Attempt, a.LeaseUntil = record.StatusAwaitingApproval, 0, nil
 	a.Approval = &record.Approval{Required: req.Required, Approvals: []record.Vote{}, ExpiresAt: req.ExpiresAt,
-		EscalateAt: req.EscalateAt, Policies: req.Policies, Limits: req.Limits, Error: req.Error}
+		EscalateAt: req.EscalateAt, Policies: req.Policies, Limits: req.Limits, FrozenBy: req.FrozenBy, Error: req.Error}
 	p := pl.record.payload.(*record.IntentPayload)
 	p.Approval = req
 	pl.outcome, pl.record.attempt = record.OutcomePendingApproval, nil
@@ -186,6 +195,13 @@ func decider(p Principal) (record.Actor, string) {
 		return record.Actor{Kind: record.ActorOperator, Name: p.OwnerEmail, Via: "api_key:" + p.Name}, "user:" + p.OwnerID
 	}
 	return record.Actor{Kind: record.ActorOperator, Name: p.Name, Via: "api_key:" + p.Name}, ""
+}
+
+// Decider is the actor the ledger records for what p decides or starts
+// (a decision, a freeze).
+func Decider(p Principal) record.Actor {
+	a, _ := decider(p)
+	return a
 }
 
 // HasApproved reports whether the person deciding as p already approved a:

@@ -57,7 +57,11 @@ const (
 	// type its field needs.
 	CodeInvalidLimit = "invalid_limit"
 	// CodeLimitExceeded answers a first intent a deny limit refused.
-	CodeLimitExceeded               = "limit_exceeded"
+	CodeLimitExceeded = "limit_exceeded"
+	// CodeFrozen answers an intent an active freeze holds back.
+	CodeFrozen = "frozen"
+	// CodeInvalidBreaker refuses a breaker whose numbers are out of range.
+	CodeInvalidBreaker              = "invalid_breaker"
 	CodeDuplicateRiskUnacknowledged = "duplicate_risk_unacknowledged"
 	CodeConflict                    = "conflict"
 	CodeUnavailable                 = "unavailable"

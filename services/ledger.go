@@ -39,6 +39,7 @@ type Ledger struct {
 	// approver holds first intents its policies catch (nil: none).
 	approver Approver
 	limiter  Limiter
+	freezer  Freezer
 	// waiting are the requests waiting for a decision on an action.
 	waiting waiters
 	// known are keys recently created or read (batch.go).
@@ -83,6 +84,8 @@ type LedgerConfig struct {
 	OnTimeoutResolved func(by string)
 	// Limiter finds the limits first intents are charged to (nil: none).
 	Limiter Limiter
+	// Freezer finds the active freezes that hold intents back (nil: none).
+	Freezer Freezer
 	// Now is the ledger's clock (nil: Now); tests move a clock of their own
 	// instead of sleeping.
 	Now func() time.Time
@@ -95,7 +98,7 @@ func NewLedger(st *Store, cfg LedgerConfig) *Ledger {
 		cfg.Now = Now
 	}
 	l := &Ledger{st: st, now: cfg.Now, rules: rules, deadlines: deadlines, singleWriter: c.SingleWriter,
-		approver: cfg.Approver, limiter: cfg.Limiter, alerted: cfg.OnAlert, grouped: cfg.OnGroup, approvalDecided: cfg.OnApprovalDecided,
+		approver: cfg.Approver, limiter: cfg.Limiter, freezer: cfg.Freezer, alerted: cfg.OnAlert, grouped: cfg.OnGroup, approvalDecided: cfg.OnApprovalDecided,
 		lookupAnswered: cfg.OnLookupAnswered, timeoutResolved: cfg.OnTimeoutResolved}
 	l.waiting.left = func(ctx context.Context, ids []string) ([]string, error) {
 		return st.ex.ActionLeftStatus(ctx, ids, record.StatusAwaitingApproval)
@@ -242,7 +245,11 @@ func (l *Ledger) decideNew(ctx context.Context, it *groupItem, now time.Time) (b
 	if err != nil {
 		return false, err
 	}
-	pl := l.rules.transition(&step{now: now, ns: it.p.Namespace, in: it.in, actor: actor, approval: req})
+	frozen, err := l.frozenFor(ctx, it.p.Namespace, it.in)
+	if err != nil {
+		return false, err
+	}
+	pl := l.rules.transition(&step{now: now, ns: it.p.Namespace, in: it.in, actor: actor, approval: req, frozen: frozen})
 	if pl.next == nil || pl.record == nil {
 		return false, nil
 	}
@@ -301,6 +308,10 @@ func actorOf(p Principal, in *EntryInput) record.Actor {
 // before the write, for an intent whose key turns out to be new.
 func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput, a *asked) (EntryResult, error) {
 	actor := actorOf(p, in)
+	frozen, err := l.frozenFor(ctx, p.Namespace, in)
+	if err != nil {
+		return EntryResult{}, err
+	}
 	for range maxRaces {
 		act, err := u.ex.ActionGetByKey(ctx, p.Namespace, in.Key)
 		if errors.Is(err, driver.ErrNotFound) {
@@ -346,7 +357,7 @@ func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput
 			pl = plan{outcome: record.OutcomeDuplicate}
 		} else {
 			pl = l.rules.transition(&step{now: now, ns: p.Namespace, act: act, in: in, actor: actor, approval: req,
-				limits: checks})
+				limits: checks, frozen: frozen})
 		}
 		res := EntryResult{Key: in.Key, Type: in.Type, Outcome: pl.outcome, Error: pl.err}
 		if pl.record == nil {

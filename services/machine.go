@@ -57,6 +57,11 @@ type step struct {
 	// limits are how the limits the first intent matched judge it, its
 	// groups locked (limits.go).
 	limits []record.LimitCheck
+	// frozen are the active freezes that cover an intent's tool
+	// (freeze.go); lift is the freeze being lifted, for evUnfreeze, with
+	// the reason it was lifted.
+	frozen []record.FreezeRef
+	lift   *record.FreezeRef
 }
 
 // plan is what a rule decides. next nil means the action does not change;
@@ -133,15 +138,15 @@ var rules = ruleTable{
 		record.StatusNone:                  createAction,
 		record.StatusInProgress:            intentWhileRunning,
 		record.StatusTimedOut:              answer(record.OutcomeHeld),
-		record.StatusRetryRequested:        startAttempt,
-		record.StatusFailed:                intentAfterFailure,
+		record.StatusRetryRequested:        unlessFrozen(startAttempt),
+		record.StatusFailed:                unlessFrozen(intentAfterFailure),
 		record.StatusSucceeded:             answer(record.OutcomeReplay),
 		record.StatusConfirmed:             answer(record.OutcomeReplay),
 		record.StatusCompensated:           answer(record.OutcomeReplay),
 		record.StatusAbandoned:             answer(record.OutcomeReplay),
-		record.StatusCompensationRequested: compensateIntent, // takes the compensation's lease
+		record.StatusCompensationRequested: unlessFrozen(compensateIntent), // takes the compensation's lease
 		record.StatusAwaitingApproval:      unlessExpired(answer(record.OutcomePendingApproval)),
-		record.StatusApproved:              unlessExpired(startAttempt),
+		record.StatusApproved:              unlessExpired(unlessFrozen(startAttempt)),
 		record.StatusDenied:                intentAfterDenial,
 	},
 	evHeartbeat: {
@@ -219,6 +224,9 @@ var rules = ruleTable{
 	evReject: {
 		record.StatusAwaitingApproval: reject,
 		record.StatusApproved:         reject,
+	},
+	evUnfreeze: {
+		record.StatusAwaitingApproval: unfreeze,
 	},
 }
 

@@ -29,6 +29,8 @@ type MessageData struct {
 	Entry    *record.Entry  `json:"entry,omitempty"`
 	Decision *DecisionInfo  `json:"decision,omitempty"`
 	Endpoint *string        `json:"endpoint_id,omitempty"`
+	// Freeze is the freeze of freeze.started and freeze.lifted.
+	Freeze *record.Freeze `json:"freeze,omitempty"`
 }
 
 // DecisionInfo is data.decision of action.decided.

@@ -135,6 +135,7 @@ var entryNote = map[record.EntryType]string{
 	record.TypeCompensationFailed: "the compensation failed: the next intent compensates again",
 	record.TypeCompensationTimedOut: "the compensation's lease passed without a report: whether the undo happened is unknown; " +
 		"intents are held until an operator decides",
+	record.TypeUnfrozen: "a freeze that held this action was lifted",
 }
 
 // entryWarns marks the entries a person must not overlook.

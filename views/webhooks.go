@@ -92,6 +92,8 @@ var webhookEvents = []struct {
 	{record.EventApprovalExpired, "an approval expired: the action is denied"},
 	{record.EventReconciled, "a lookup answered for a timed-out action"},
 	{record.EventLimitExceeded, "a limit held or denied an intent"},
+	{record.EventFreezeStarted, "a freeze started: by an operator, or by a breaker that tripped"},
+	{record.EventFreezeLifted, "a freeze was lifted"},
 }
 
 func webhookPath(id string, what ...string) string {

@@ -93,6 +93,8 @@ var outcomeStatus = map[record.Outcome]int{
 	// Held for approval: accepted, not run.
 	record.OutcomePendingApproval: http.StatusAccepted,
 	record.OutcomeDenied:          http.StatusConflict,
+	// Held back by a freeze: ask again after Retry-After.
+	record.OutcomeFrozen: http.StatusConflict,
 }
 
 type batchResponse struct {
@@ -141,6 +143,9 @@ func (h *entriesHandler) submit(c echo.Context) error {
 		if err != nil {
 			return err
 		}
+	}
+	if r.Outcome == record.OutcomeFrozen {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(services.FrozenRetryAfter.Seconds())))
 	}
 	if c.QueryParams().Has("pretty") {
 		return c.JSON(resultStatus(r), r)

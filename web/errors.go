@@ -35,6 +35,8 @@ var statusOf = map[string]int{
 	services.CodeInvalidPolicy:               http.StatusBadRequest,
 	services.CodeInvalidLimit:                http.StatusBadRequest,
 	services.CodeLimitExceeded:               http.StatusConflict,
+	services.CodeFrozen:                      http.StatusConflict,
+	services.CodeInvalidBreaker:              http.StatusBadRequest,
 	services.CodeConflict:                    http.StatusConflict,
 	services.CodeTooManyMatched:              http.StatusConflict,
 	services.CodeUnavailable:                 http.StatusServiceUnavailable,

@@ -27,9 +27,13 @@ type Deps struct {
 	Webhooks *webhooks.Webhooks
 	Policies *policies.Service
 	// Limits serves /v1/limits; nil leaves the routes out.
-	Limits  *policies.Limits
-	Metrics *Metrics
-	Log     *slog.Logger
+	Limits *policies.Limits
+	// Freezes and Breakers serve /v1/freezes and /v1/breakers; nil leaves
+	// the routes out.
+	Freezes  *policies.Freezes
+	Breakers *policies.Breakers
+	Metrics  *Metrics
+	Log      *slog.Logger
 	// SecureCookies makes session cookies Secure with the __Host- prefix
 	// even when PublicURL is not https (an https PublicURL does it too).
 	SecureCookies bool
@@ -119,6 +123,19 @@ func New(d Deps) *echo.Echo {
 		api.DELETE("/limits/:id", lim.delete, key)
 		api.GET("/limits/:id/versions", lim.versions, key)
 		api.GET("/limits/:id/usage", lim.usage, key)
+	}
+	if d.Freezes != nil && d.Breakers != nil {
+		fz := &freezesHandler{freezes: d.Freezes, breakers: d.Breakers}
+		api.POST("/freezes", fz.start, key)
+		api.GET("/freezes", fz.list, key)
+		api.GET("/freezes/:id", fz.get, key)
+		api.POST("/freezes/:id/lift", fz.lift, key)
+		api.POST("/breakers", fz.createBreaker, key)
+		api.GET("/breakers", fz.listBreakers, key)
+		api.GET("/breakers/:id", fz.getBreaker, key)
+		api.PATCH("/breakers/:id", fz.updateBreaker, key)
+		api.DELETE("/breakers/:id", fz.deleteBreaker, key)
+		api.GET("/breakers/:id/versions", fz.breakerVersions, key)
 	}
 	hooks := &webhooksHandler{hooks: d.Webhooks}
 	api.POST("/webhooks", hooks.create, key)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/services/accounts"
 	"github.com/arbiter-ledger/arbiter/services/policies"
+	"github.com/arbiter-ledger/arbiter/services/record"
 	"github.com/arbiter-ledger/arbiter/services/sso"
 	"github.com/arbiter-ledger/arbiter/services/webhooks"
 
@@ -201,9 +202,18 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 	hooks := webhooks.New(st, webhooks.Config{Policy: policy, OnQueued: dispatcher.Wake})
 	approvals := policies.New(st)
 	limits := policies.NewLimits(st)
-	ledger := services.NewLedger(st, services.LedgerConfig{
+	// A lifted freeze lets go of what it held through the ledger, which
+	// asks the freezes about every intent.
+	var ledger *services.Ledger
+	freezes := policies.NewFreezes(st, policies.FreezesConfig{OnAlert: dispatcher.Wake,
+		Release: func(ctx context.Context, ns, id string, by record.Actor, why string) (int, error) {
+			return ledger.Release(ctx, ns, id, by, why)
+		}})
+	breakers := policies.NewBreakers(st, freezes)
+	ledger = services.NewLedger(st, services.LedgerConfig{
 		Approver:          approvals,
 		Limiter:           limits,
+		Freezer:           freezes,
 		OnAlert:           dispatcher.Wake,
 		OnGroup:           metrics.ObserveGroup,
 		OnApprovalDecided: metrics.ObserveApproval,
@@ -225,7 +235,7 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 		maxWaiters = -1 // none waits
 	}
 	handler := web.New(web.Deps{MaxWaiters: maxWaiters, Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accts,
-		Webhooks: hooks, Policies: approvals, Limits: limits, Metrics: metrics, Log: log, PublicURL: s.PublicURL, Done: ctx.Done(),
+		Webhooks: hooks, Policies: approvals, Limits: limits, Freezes: freezes, Breakers: breakers, Metrics: metrics, Log: log, PublicURL: s.PublicURL, Done: ctx.Done(),
 		TrustedProxies: trusted, MetricsElsewhere: s.MetricsAddr != "", SSO: signOn, LocalPasswordsOff: s.passwordsOff(),
 		WriteTimeout: s.writeTimeout()})
 
@@ -277,9 +287,14 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 	srv.stopBG = stopBG
 	srv.bg.Go(func() { ledger.RunSweeper(bg, log, s.SweepInterval, s.Retention, metrics.ObserveSweep) })
 	srv.bg.Go(func() { dispatcher.Run(bg) })
+	srv.bg.Go(func() { policies.RunBrakes(bg, log, BrakesInterval, freezes, breakers, nil) })
 	go func() { srv.serveErr <- srv.http.Serve(ln) }()
 	return srv, nil
 }
+
+// BrakesInterval is how often each replica checks the breakers and
+// finishes letting go of what lifted freezes held.
+const BrakesInterval = time.Second
 
 // run serves until ctx ends, then drains in-flight requests for up to the
 // drain timeout and stops the background work.

@@ -3,8 +3,10 @@ package driver
 import (
 	"cmp"
 	"database/sql"
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -47,4 +49,11 @@ func ScanClaimed(rows *sql.Rows, err error) ([]*ClaimedDelivery, error) {
 		out = append(out, &c)
 	}
 	return out, rows.Err()
+}
+
+// IDAt is the smallest UUIDv7 of time t's millisecond: every id made at t
+// or later sorts at or above it.
+func IDAt(t time.Time) string {
+	ms := uint64(max(t.UnixMilli(), 0))
+	return fmt.Sprintf("%08x-%04x-7000-8000-000000000000", ms>>16, ms&0xffff)
 }

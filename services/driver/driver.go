@@ -168,6 +168,14 @@ type Executor interface {
 	// Now, at most Limit of them, or only Group when it is set.
 	LimitUsage(ctx context.Context, p *LimitUsageParams) ([]*LimitGroupUse, error)
 
+	// BreakerCounts counts, per tool, the actions of a namespace whose
+	// first intent came at or after Since and that have an outcome or lost
+	// it: every status but those that never ran (awaiting_approval,
+	// approved, denied) and in_progress within its lease at Now. Unknown
+	// are those that timed out (by lease or outcome_unknown, resolved
+	// since or not, or in_progress past their lease), Failed those failed.
+	BreakerCounts(ctx context.Context, p *BreakerCountParams) ([]*ToolOutcomes, error)
+
 	// DeliveryClaim leases due deliveries for a dispatcher.
 	DeliveryClaim(ctx context.Context, p *DeliveryClaimParams) ([]*ClaimedDelivery, error)
 	// DeliveryRecordAttempt keeps one attempt, moves its delivery on and
@@ -402,6 +410,23 @@ type SeedParams struct {
 	LongTimeline int
 	Now          time.Time
 }
+
+// BreakerCountParams selects the recent actions of a namespace.
+type BreakerCountParams struct {
+	Namespace  string
+	Since, Now time.Time
+}
+
+// ToolOutcomes counts one tool's recent actions that have an outcome or
+// lost it.
+type ToolOutcomes struct {
+	Tool                     string
+	Settled, Unknown, Failed int
+}
+
+// BreakerUnsettled are the statuses of actions that never ran: a breaker
+// does not count them.
+var BreakerUnsettled = []record.Status{record.StatusAwaitingApproval, record.StatusApproved, record.StatusDenied}
 
 // LimitUncounted are the statuses whose actions' charges stop counting: the
 // action did not happen (denied, failed) or was undone (compensated).

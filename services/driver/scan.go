@@ -240,3 +240,18 @@ func ScanIDs(rows *sql.Rows, err error) ([]string, error) {
 	}
 	return ids, rows.Err()
 }
+
+// ScanToolOutcomes reads BreakerCounts' rows: tool, settled, unknown,
+// failed.
+func ScanToolOutcomes(rows *sql.Rows) ([]*ToolOutcomes, error) {
+	defer rows.Close()
+	var out []*ToolOutcomes
+	for rows.Next() {
+		var t ToolOutcomes
+		if err := rows.Scan(&t.Tool, &t.Settled, &t.Unknown, &t.Failed); err != nil {
+			return nil, err
+		}
+		out = append(out, &t)
+	}
+	return out, rows.Err()
+}

@@ -11,3 +11,7 @@ const Slowdown = slowdown
 
 // SetLimitsClock gives s the clock its usage answers count windows on.
 func SetLimitsClock(s *Limits, now func() time.Time) { s.now = now }
+
+// SetFreezesClock gives the freeze and breaker services the clock they
+// stamp and count with.
+func SetFreezesClock(f *Freezes, b *Breakers, now func() time.Time) { f.now, b.now = now, now }

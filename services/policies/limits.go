@@ -156,8 +156,6 @@ func validateLimit(l *Limit) error {
 	switch {
 	case strings.TrimSpace(l.Name) == "" || len(l.Name) > MaxNameBytes || !services.Printable(l.Name):
 		return invalid("field \"name\" must be 1 to %d printable bytes", MaxNameBytes)
-	case len(l.Tools) < 1 || len(l.Tools) > MaxTools:
-		return invalid("field \"tools\" must list 1 to %d patterns", MaxTools)
 	case l.Window < 1 || l.Window > MaxWindow:
 		return invalid("field \"window\" must be 1 to %d seconds", MaxWindow)
 	case l.Max < 0 || math.IsNaN(l.Max) || math.IsInf(l.Max, 0):
@@ -169,10 +167,8 @@ func validateLimit(l *Limit) error {
 	case l.Mode != record.LimitEnforce && l.Mode != record.LimitShadow:
 		return invalid("field \"mode\" must be \"enforce\" or \"shadow\"")
 	}
-	for _, t := range l.Tools {
-		if t == "" || len(t) > MaxToolPattern || !services.Printable(t) {
-			return invalid("each pattern of \"tools\" must be 1 to %d printable bytes", MaxToolPattern)
-		}
+	if err := checkTools(l.Tools); err != nil {
+		return err
 	}
 	for _, f := range [][2]string{{"condition", l.Condition}, {"amount", l.Amount}, {"group_by", l.GroupBy}} {
 		if err := validateExpr(f[0], f[1]); err != nil {

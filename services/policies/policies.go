@@ -133,8 +133,6 @@ func validate(p *Policy) error {
 	switch {
 	case strings.TrimSpace(p.Name) == "" || len(p.Name) > MaxNameBytes || !services.Printable(p.Name):
 		return invalid("field \"name\" must be 1 to %d printable bytes", MaxNameBytes)
-	case len(p.Tools) < 1 || len(p.Tools) > MaxTools:
-		return invalid("field \"tools\" must list 1 to %d patterns", MaxTools)
 	case p.ApprovalsRequired < 1 || p.ApprovalsRequired > MaxApprovals:
 		return invalid("field \"approvals_required\" must be 1 to %d distinct people", MaxApprovals)
 	case p.ExpiresAfter < MinExpiresAfter || p.ExpiresAfter > MaxExpiresAfter:
@@ -149,10 +147,8 @@ func validate(p *Policy) error {
 	case p.Mode != record.LimitEnforce && p.Mode != record.LimitShadow:
 		return invalid("field \"mode\" must be \"enforce\" or \"shadow\"")
 	}
-	for _, t := range p.Tools {
-		if t == "" || len(t) > MaxToolPattern || !services.Printable(t) {
-			return invalid("each pattern of \"tools\" must be 1 to %d printable bytes", MaxToolPattern)
-		}
+	if err := checkTools(p.Tools); err != nil {
+		return err
 	}
 	if _, err := compile(p.Condition); err != nil {
 		return services.Errorf(services.CodeInvalidPolicy, "the condition does not compile: %v", err)

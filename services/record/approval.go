@@ -18,8 +18,11 @@ type Approval struct {
 	Policies   []PolicyRef `json:"policies"`
 	// Limits are the limits whose max the action would take its group
 	// over: people who approve it let it run over them.
-	Limits    []ApprovalLimit `json:"limits"`
-	Rejection *Vote           `json:"rejection"`
+	Limits []ApprovalLimit `json:"limits"`
+	// FrozenBy are the active freezes that hold the action: it is approved
+	// only once every one of them is lifted.
+	FrozenBy  []FreezeRef `json:"frozen_by"`
+	Rejection *Vote       `json:"rejection"`
 	// Escalated is set once the escalation deadline passed and was alerted.
 	Escalated bool `json:"-"`
 	// Error is why a policy's condition could not be evaluated: the intent
@@ -61,11 +64,33 @@ func (a Approval) MarshalJSON() ([]byte, error) {
 	if p.Limits == nil {
 		p.Limits = []ApprovalLimit{}
 	}
+	if p.FrozenBy == nil {
+		p.FrozenBy = []FreezeRef{}
+	}
 	return json.Marshal(p)
 }
 
-// Approved reports whether enough distinct people said yes.
-func (a *Approval) Approved() bool { return len(a.Approvals) >= a.Required }
+// Approved reports whether enough distinct people said yes and no freeze
+// holds the action any longer.
+func (a *Approval) Approved() bool { return len(a.Approvals) >= a.Required && len(a.FrozenBy) == 0 }
+
+// Unfreeze drops freeze id from the freezes that hold the action and
+// reports whether it was one of them.
+func (a *Approval) Unfreeze(id string) bool {
+	for i, f := range a.FrozenBy {
+		if f.ID == id {
+			a.FrozenBy = append(a.FrozenBy[:i:i], a.FrozenBy[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// FreezeRef names a freeze that holds an action, with its reason.
+type FreezeRef struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
 
 // Voted reports whether identity already approved.
 func (a *Approval) Voted(identity string) bool {
@@ -84,6 +109,7 @@ func (a *Approval) Clone() *Approval {
 	}
 	c := *a
 	c.Approvals = append([]Vote(nil), a.Approvals...)
+	c.FrozenBy = append([]FreezeRef(nil), a.FrozenBy...)
 	return &c
 }
 
@@ -107,6 +133,7 @@ type storedApproval struct {
 	EscalateAt *time.Time      `json:"escalate_at,omitempty"`
 	Policies   []PolicyRef     `json:"policies"`
 	Limits     []ApprovalLimit `json:"limits,omitempty"`
+	FrozenBy   []FreezeRef     `json:"frozen_by,omitempty"`
 	Rejection  *storedVote     `json:"rejection,omitempty"`
 	Escalated  bool            `json:"escalated,omitempty"`
 	Error      string          `json:"error,omitempty"`
@@ -126,7 +153,8 @@ func (a *Approval) MarshalStored() []byte {
 		return nil
 	}
 	s := storedApproval{Required: a.Required, Approvals: []storedVote{}, ExpiresAt: a.ExpiresAt,
-		EscalateAt: a.EscalateAt, Policies: a.Policies, Limits: a.Limits, Escalated: a.Escalated, Error: a.Error}
+		EscalateAt: a.EscalateAt, Policies: a.Policies, Limits: a.Limits, FrozenBy: a.FrozenBy, Escalated: a.Escalated,
+		Error: a.Error}
 	if s.Policies == nil {
 		s.Policies = []PolicyRef{}
 	}
@@ -155,7 +183,7 @@ func UnmarshalStoredApproval(b []byte) (*Approval, error) {
 		return nil, fmt.Errorf("record: stored approval: %w", err)
 	}
 	a := &Approval{Required: s.Required, Approvals: []Vote{}, ExpiresAt: s.ExpiresAt.UTC(), EscalateAt: s.EscalateAt,
-		Policies: s.Policies, Limits: s.Limits, Escalated: s.Escalated, Error: s.Error}
+		Policies: s.Policies, Limits: s.Limits, FrozenBy: s.FrozenBy, Escalated: s.Escalated, Error: s.Error}
 	if a.EscalateAt != nil {
 		t := a.EscalateAt.UTC()
 		a.EscalateAt = &t

@@ -20,6 +20,7 @@ type Payload interface{ entryPayload() }
 
 func (*IntentPayload) entryPayload()           {}
 func (*ApprovalDeadlinePayload) entryPayload() {}
+func (*UnfrozenPayload) entryPayload()         {}
 func (*KeyReusedPayload) entryPayload()        {}
 func (*ReportPayload) entryPayload()           {}
 func (*DecisionPayload) entryPayload()         {}
@@ -57,6 +58,7 @@ type ApprovalRequest struct {
 	Error           string          `json:"error,omitempty"`
 	EscalateAt      *time.Time      `json:"escalate_at,omitempty"`
 	ExpiresAt       time.Time       `json:"expires_at"`
+	FrozenBy        []FreezeRef     `json:"frozen_by,omitempty"`
 	Limits          []ApprovalLimit `json:"limits,omitempty"`
 	Policies        []PolicyRef     `json:"policies"`
 	Required        int             `json:"required"`
@@ -73,6 +75,16 @@ type ApprovalDeadlinePayload struct {
 	EscalateAt *time.Time `json:"escalate_at,omitempty"`
 	ExpiresAt  time.Time  `json:"expires_at"`
 	Required   int        `json:"required"`
+}
+
+// UnfrozenPayload records a lifted freeze that held the action: which one,
+// who lifted it and why, and the freezes that still hold it.
+type UnfrozenPayload struct {
+	Freeze   FreezeRef   `json:"freeze"`
+	LiftedBy Actor       `json:"lifted_by"`
+	Reason   string      `json:"reason"`
+	FrozenBy []FreezeRef `json:"frozen_by"`
+	Approved bool        `json:"approved"`
 }
 
 // KeyReusedPayload records an intent that offered a used key with another
@@ -160,6 +172,8 @@ func NewPayload(t EntryType) Payload {
 		return &TimedOutPayload{}
 	case TypeApprovalExpired, TypeApprovalEscalated:
 		return &ApprovalDeadlinePayload{}
+	case TypeUnfrozen:
+		return &UnfrozenPayload{}
 	}
 	return nil
 }

@@ -31,6 +31,7 @@ func TestStoredApprovalKeepsEveryField(t *testing.T) {
 	a := record.Approval{Required: 2, Approvals: []record.Vote{vote}, ExpiresAt: at.Add(time.Hour), EscalateAt: &esc,
 		Policies:  []record.PolicyRef{{ID: "p1", Name: "large refunds", Version: 3, Error: "no such key"}},
 		Limits:    []record.ApprovalLimit{{ID: "l1", Name: "refunds per customer", Version: 2, Group: "c_1", Used: 480, Amount: 50, Max: 500}},
+		FrozenBy:  []record.FreezeRef{{ID: "f1", Reason: "provider incident"}},
 		Rejection: &rej, Escalated: true, Error: "params.amount: no such key"}
 	requireEveryField(t, a)
 	back, err := record.UnmarshalStoredApproval(a.MarshalStored())

@@ -122,12 +122,15 @@ const (
 	// lease that passed without a report.
 	TypeReconciled           EntryType = "reconciled"
 	TypeCompensationTimedOut EntryType = "compensation_timed_out"
+	// TypeUnfrozen: a freeze that held the action awaiting approval was
+	// lifted.
+	TypeUnfrozen EntryType = "unfrozen"
 )
 
 // EntryTypes lists every entry type, agents' first.
 var EntryTypes = append(append([]EntryType{}, AgentEntryTypes...), TypeTimedOut, TypeDecision, TypeKeyReused,
 	TypeStaleOutcome, TypeStaleHeartbeat, TypeLateResult, TypeLeaseLost, TypeRejected,
-	TypeApprovalExpired, TypeApprovalEscalated, TypeReconciled, TypeCompensationTimedOut)
+	TypeApprovalExpired, TypeApprovalEscalated, TypeReconciled, TypeCompensationTimedOut, TypeUnfrozen)
 
 // Outcome is the answer to one entry.
 type Outcome string
@@ -145,11 +148,14 @@ const (
 	OutcomePendingApproval Outcome = "pending_approval"
 	// OutcomeDenied: its approval was rejected or expired; do not execute.
 	OutcomeDenied Outcome = "denied"
+	// OutcomeFrozen: an active freeze covers the tool; nothing changed, try
+	// again after Retry-After.
+	OutcomeFrozen Outcome = "frozen"
 )
 
 // Outcomes lists every outcome.
 var Outcomes = []Outcome{OutcomeProceed, OutcomeReplay, OutcomeInProgress, OutcomeHeld, OutcomeCompensate,
-	OutcomeRecorded, OutcomeDuplicate, OutcomeRejected, OutcomePendingApproval, OutcomeDenied}
+	OutcomeRecorded, OutcomeDuplicate, OutcomeRejected, OutcomePendingApproval, OutcomeDenied, OutcomeFrozen}
 
 // Decision is an operator's resolution of an action.
 type Decision string
@@ -201,6 +207,9 @@ const (
 	EventReconciled EventType = "action.reconciled"
 	// EventLimitExceeded: a limit held or denied a first intent.
 	EventLimitExceeded EventType = "action.limit_exceeded"
+	// A freeze started (by a person or a breaker) or was lifted.
+	EventFreezeStarted EventType = "freeze.started"
+	EventFreezeLifted  EventType = "freeze.lifted"
 	// EventTest is the event of a test message sent from the dashboard or
 	// the API; no ledger change causes it.
 	EventTest EventType = "webhook.test"
@@ -209,7 +218,8 @@ const (
 // EventTypes lists every event an endpoint can subscribe to.
 var EventTypes = []EventType{EventTimedOut, EventDecided, EventKeyReused, EventStaleOutcome,
 	EventLateResult, EventCompensated, EventFailed, EventApprovalRequested, EventApproved,
-	EventApprovalEscalated, EventApprovalExpired, EventReconciled, EventLimitExceeded, EventTest}
+	EventApprovalEscalated, EventApprovalExpired, EventReconciled, EventLimitExceeded, EventFreezeStarted,
+	EventFreezeLifted, EventTest}
 
 // ActorKind says who wrote an entry.
 type ActorKind string

@@ -464,6 +464,15 @@ func slackBody(payload []byte, publicURL string) ([]byte, error) {
 		if a.Reference != nil {
 			lines = append(lines, "reference: "+slackEscape(*a.Reference))
 		}
+	} else if f := m.Data.Freeze; f != nil {
+		title = fmt.Sprintf("%s: %s in %s", m.Type, slackEscape(strings.Join(f.Tools, ", ")), f.Namespace)
+		lines = append(lines, fmt.Sprintf("*%s* — namespace `%s` · tools `%s`", slackEscape(string(m.Type)),
+			slackEscape(f.Namespace), slackEscape(strings.Join(f.Tools, ", "))),
+			fmt.Sprintf("started by %s: %s", slackEscape(f.By.Name), slackEscape(f.Reason)))
+		if f.LiftedBy != nil && f.LiftReason != nil {
+			lines = append(lines, fmt.Sprintf("lifted by %s: %s", slackEscape(f.LiftedBy.Name), slackEscape(*f.LiftReason)))
+		}
+		lines = append(lines, "<"+strings.TrimRight(publicURL, "/")+"/freezes|freezes>")
 	} else {
 		lines = append(lines, "*"+slackEscape(string(m.Type))+"* — a test message from Arbiter")
 	}

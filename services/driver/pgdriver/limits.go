@@ -93,3 +93,25 @@ func (e *executor) LimitUsage(ctx context.Context, p *driver.LimitUsageParams) (
 	}
 	return out, rows.Err()
 }
+
+// breakerCounts reads the recent actions of a namespace through its id
+// index: ids are UUIDv7, so those created at or after $2 sort at or above
+// the id $3 made of that time.
+var breakerCounts = `SELECT tool,
+	count(*) FILTER (WHERE NOT (status = 'in_progress' AND lease_until > $4)),
+	count(*) FILTER (WHERE status = 'timed_out' OR (status = 'in_progress' AND lease_until <= $4)
+		OR (status <> 'in_progress' AND EXISTS (SELECT 1 FROM entries e WHERE e.action_id = a.id
+			AND e.type IN ('timed_out', 'outcome_unknown')))),
+	count(*) FILTER (WHERE status = 'failed')
+	FROM actions a
+	WHERE namespace = $1 AND id >= $3 AND created_at >= $2
+		AND status NOT IN (` + driver.LiteralList(driver.BreakerUnsettled) + `)
+	GROUP BY tool ORDER BY tool`
+
+func (e *executor) BreakerCounts(ctx context.Context, p *driver.BreakerCountParams) ([]*driver.ToolOutcomes, error) {
+	rows, err := e.q.QueryContext(ctx, breakerCounts, p.Namespace, p.Since.UTC(), driver.IDAt(p.Since), p.Now.UTC())
+	if err != nil {
+		return nil, fmt.Errorf("pgdriver: breaker counts: %w", err)
+	}
+	return driver.ScanToolOutcomes(rows)
+}

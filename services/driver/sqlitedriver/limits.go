@@ -74,3 +74,25 @@ func (e *executor) LimitUsage(ctx context.Context, p *driver.LimitUsageParams) (
 	}
 	return out, rows.Err()
 }
+
+// breakerCounts reads the recent actions of a namespace through its id
+// index: ids are UUIDv7, so those created at or after the second parameter
+// sort at or above the id made of that time.
+var breakerCounts = `SELECT tool,
+	sum(CASE WHEN status = 'in_progress' AND lease_until > ?4 THEN 0 ELSE 1 END),
+	sum(CASE WHEN status = 'timed_out' OR (status = 'in_progress' AND lease_until <= ?4)
+		OR (status <> 'in_progress' AND EXISTS (SELECT 1 FROM entries e WHERE e.action_id = a.id
+			AND e.type IN ('timed_out', 'outcome_unknown'))) THEN 1 ELSE 0 END),
+	sum(CASE WHEN status = 'failed' THEN 1 ELSE 0 END)
+	FROM actions a
+	WHERE namespace = ?1 AND id >= ?3 AND created_at >= ?2
+		AND status NOT IN (` + driver.LiteralList(driver.BreakerUnsettled) + `)
+	GROUP BY tool ORDER BY tool`
+
+func (e *executor) BreakerCounts(ctx context.Context, p *driver.BreakerCountParams) ([]*driver.ToolOutcomes, error) {
+	rows, err := e.r.QueryContext(ctx, breakerCounts, p.Namespace, p.Since.UTC(), driver.IDAt(p.Since), p.Now.UTC())
+	if err != nil {
+		return nil, fmt.Errorf("sqlitedriver: breaker counts: %w", err)
+	}
+	return driver.ScanToolOutcomes(rows)
+}
