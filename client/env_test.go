@@ -55,10 +55,10 @@ func newEnv(t *testing.T, st *services.Store) *env {
 func (e *env) startServer() *httptest.Server {
 	st := e.st
 	approvals, limits := policies.New(st), policies.NewLimits(st)
-	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals, Limiter: limits})
+	ledger, freezes, breakers := policies.NewBraked(st, services.LedgerConfig{Approver: approvals, Limiter: limits}, nil)
 	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st),
 		Accounts: accounts.New(st), Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}),
-		Policies: approvals, Limits: limits, Metrics: web.NewMetrics(nil, nil), Log: slog.New(slog.DiscardHandler)})
+		Policies: approvals, Limits: limits, Freezes: freezes, Breakers: breakers, Metrics: web.NewMetrics(nil, nil), Log: slog.New(slog.DiscardHandler)})
 	return httptest.NewServer(h)
 }
 

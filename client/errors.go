@@ -21,6 +21,9 @@ type Error struct {
 	// Limits are the limits that denied an intent (Code limit_exceeded),
 	// with their groups' use when it came.
 	Limits []ApprovalLimit `json:"limits,omitempty"`
+	// RetryAfter is how many seconds to wait before asking again (Code
+	// frozen).
+	RetryAfter int `json:"retry_after,omitempty"`
 }
 
 func (e *Error) Error() string {

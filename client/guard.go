@@ -97,6 +97,11 @@ type GuardSpec struct {
 	// and a *PendingApprovalError if nobody decided in time. 0 returns the
 	// *PendingApprovalError at once.
 	ApprovalWait time.Duration
+	// FrozenWait is how long Guard waits out a freeze that holds the
+	// action's tool (outcome frozen), asking again after each Retry-After,
+	// before giving up with a *FrozenError. 0 gives up at once. A new key
+	// of a frozen tool waits for approval instead (ApprovalWait).
+	FrozenWait time.Duration
 	// NotDoneStatuses are the downstream HTTP statuses that prove the
 	// effect did not happen (say 400, 402, 404, 409, 422), for a function
 	// that returns an *HTTPStatusError: those are recorded failed, any other
@@ -297,12 +302,24 @@ func (c *Client) Guard(ctx context.Context, spec GuardSpec, fn GuardFunc) (*Outc
 		case OutcomePendingApproval:
 			pending = &PendingApprovalError{ActionID: res.Action.ID, Key: spec.Key, URL: c.ActionURL(res.Action.ID),
 				Waited: time.Since(start), PolicyErrors: policyErrors(res.Action)}
+			if ap := res.Action.Approval; ap != nil {
+				pending.FrozenBy = ap.FrozenBy
+			}
 			if spec.approvalWait(ctx, start) <= 0 {
 				return nil, pending
 			}
 			// Ask again, waiting on the server for the decision.
 		case OutcomeDenied:
 			return nil, deniedError(c, spec.Key, res)
+		case OutcomeFrozen:
+			fe := frozenError(c, spec.Key, res, time.Since(start))
+			left := spec.FrozenWait - time.Since(start)
+			if left <= 0 {
+				return nil, fe
+			}
+			if err := sleep(ctx, min(fe.RetryAfter, left)); err != nil {
+				return nil, fe
+			}
 		case OutcomeInProgress:
 			left := spec.Wait - time.Since(start)
 			if left <= 0 {
@@ -334,6 +351,23 @@ func deniedError(c *Client, key string, res *Result) error {
 	}
 	return e
 }
+
+// frozenError is the error of a frozen intent's answer.
+func frozenError(c *Client, key string, res *Result, waited time.Duration) *FrozenError {
+	e := &FrozenError{ActionID: res.Action.ID, Key: key, URL: c.ActionURL(res.Action.ID), RetryAfter: DefaultFrozenRetry,
+		Waited: waited}
+	if res.Error != nil {
+		e.Why = res.Error.Message
+		if res.Error.RetryAfter > 0 {
+			e.RetryAfter = time.Duration(res.Error.RetryAfter) * time.Second
+		}
+	}
+	return e
+}
+
+// DefaultFrozenRetry is how long Guard waits before asking again about a
+// frozen action when the answer does not say.
+const DefaultFrozenRetry = 5 * time.Second
 
 func attemptOf(spec *GuardSpec, res *Result) Attempt {
 	a := Attempt{Key: spec.Key, Tool: spec.Tool, Number: res.AttemptNumber()}

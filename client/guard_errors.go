@@ -55,10 +55,16 @@ type PendingApprovalError struct {
 	// PolicyErrors describe the run-time errors of policies whose
 	// condition could not be evaluated for the action, which held it.
 	PolicyErrors []string
+	// FrozenBy are the freezes that hold it: it is approved once they are
+	// lifted (and its people approved it).
+	FrozenBy []FreezeRef
 }
 
 func (e *PendingApprovalError) Error() string {
 	msg := fmt.Sprintf("arbiter: action %q awaits approval; nothing was run (%s)", e.Key, e.URL)
+	for _, f := range e.FrozenBy {
+		msg += fmt.Sprintf("; frozen by %s: %s", f.ID, f.Reason)
+	}
 	for _, p := range e.PolicyErrors {
 		msg += "; " + p
 	}
@@ -112,6 +118,22 @@ type LimitExceededError struct{ *DeniedError }
 
 // Unwrap lets errors.As find the *DeniedError.
 func (e *LimitExceededError) Unwrap() error { return e.DeniedError }
+
+// FrozenError means a freeze holds the action's tool back: nothing ran and
+// nothing changed. Ask again after RetryAfter (Guard does, for up to
+// GuardSpec.FrozenWait); the freeze ends when a person lifts it. Why names
+// the freezes and their reasons.
+type FrozenError struct {
+	ActionID, Key string
+	URL           string
+	RetryAfter    time.Duration
+	Waited        time.Duration
+	Why           string
+}
+
+func (e *FrozenError) Error() string {
+	return fmt.Sprintf("arbiter: action %q is frozen: %s (%s)", e.Key, e.Why, e.URL)
+}
 
 // InProgressError means another attempt held a live lease for the whole
 // of GuardSpec.Wait. Nothing ran.

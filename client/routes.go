@@ -51,6 +51,18 @@ var routes = map[string]route{
 	"LimitVersions": {http.MethodGet, "/v1/limits/{id}/versions"},
 	"LimitUsage":    {http.MethodGet, "/v1/limits/{id}/usage"},
 
+	"StartFreeze": {http.MethodPost, "/v1/freezes"},
+	"Freezes":     {http.MethodGet, "/v1/freezes"},
+	"Freeze":      {http.MethodGet, "/v1/freezes/{id}"},
+	"LiftFreeze":  {http.MethodPost, "/v1/freezes/{id}/lift"},
+
+	"CreateBreaker":   {http.MethodPost, "/v1/breakers"},
+	"Breakers":        {http.MethodGet, "/v1/breakers"},
+	"Breaker":         {http.MethodGet, "/v1/breakers/{id}"},
+	"UpdateBreaker":   {http.MethodPatch, "/v1/breakers/{id}"},
+	"DeleteBreaker":   {http.MethodDelete, "/v1/breakers/{id}"},
+	"BreakerVersions": {http.MethodGet, "/v1/breakers/{id}/versions"},
+
 	"Health":  {http.MethodGet, "/healthz"},
 	"Ready":   {http.MethodGet, "/readyz"},
 	"Metrics": {http.MethodGet, "/metrics"},

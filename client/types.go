@@ -156,8 +156,11 @@ type Approval struct {
 	Policies   []ApprovalPolicy `json:"policies"`
 	// Limits are the limits whose max the action would exceed; the people
 	// who approve it let it run over them.
-	Limits    []ApprovalLimit `json:"limits"`
-	Rejection *ApprovalVote   `json:"rejection"`
+	Limits []ApprovalLimit `json:"limits"`
+	// FrozenBy are the active freezes that hold the action: it is approved
+	// once each is lifted (and its people approved it).
+	FrozenBy  []FreezeRef   `json:"frozen_by"`
+	Rejection *ApprovalVote `json:"rejection"`
 }
 
 // ApprovalVote is one person's yes, or the rejection.

@@ -78,10 +78,10 @@ type arbiter struct {
 func startArbiter(t testing.TB, st *services.Store) *arbiter {
 	t.Helper()
 	approvals, limits := policies.New(st), policies.NewLimits(st)
-	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals, Limiter: limits})
+	ledger, freezes, breakers := policies.NewBraked(st, services.LedgerConfig{Approver: approvals, Limiter: limits}, nil)
 	srv := httptest.NewServer(web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st),
 		Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}), Policies: approvals,
-		Limits: limits, Metrics: web.NewMetrics(nil, nil), Log: slog.New(slog.DiscardHandler)}))
+		Limits: limits, Freezes: freezes, Breakers: breakers, Metrics: web.NewMetrics(nil, nil), Log: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(srv.Close)
 	return &arbiter{t: t, st: st, ledger: ledger, url: srv.URL}
 }

@@ -30,6 +30,8 @@ func TestEntryResultAppendJSON(t *testing.T) {
 		{Key: "r2", Type: record.TypeIntent, Outcome: record.OutcomeDenied, Action: act,
 			Error: &services.Error{Code: services.CodeLimitExceeded, Message: `limit "refunds" (version 1) allows 100`,
 				Limits: []record.ApprovalLimit{{ID: act.ID, Name: "refunds <per customer>", Version: 1, Group: "c_1", Used: 60, Amount: 50.5, Max: 100}}}},
+		{Key: "r3", Type: record.TypeIntent, Outcome: record.OutcomeFrozen, Action: act,
+			Error: &services.Error{Code: services.CodeFrozen, Message: `freeze f1 ("incident") holds this tool`, RetryAfter: 5}},
 		{},
 	} {
 		want, err := json.Marshal(&r)

@@ -15,6 +15,9 @@ type Error struct {
 	// Limits are the limits that denied an intent (limit_exceeded), with
 	// their groups' use when it came.
 	Limits []record.ApprovalLimit `json:"limits,omitempty"`
+	// RetryAfter is how many seconds to wait before asking again (frozen),
+	// also said in the Retry-After header of a single entry's answer.
+	RetryAfter int `json:"retry_after,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }

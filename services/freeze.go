@@ -59,8 +59,10 @@ func frozenPlan(fs []record.FreezeRef) plan {
 	for i, f := range fs {
 		why[i] = fmt.Sprintf("freeze %s (%q)", f.ID, f.Reason)
 	}
-	return plan{outcome: record.OutcomeFrozen, err: Errorf(CodeFrozen,
-		"%s holds this tool: nothing ran and nothing changed; try again after it is lifted", strings.Join(why, ", "))}
+	e := Errorf(CodeFrozen, "%s holds this tool: nothing ran and nothing changed; try again after it is lifted",
+		strings.Join(why, ", "))
+	e.RetryAfter = int(FrozenRetryAfter.Seconds())
+	return plan{outcome: record.OutcomeFrozen, err: e}
 }
 
 // unfreeze lets go of an action a lifted freeze held: the freeze leaves its

@@ -572,6 +572,9 @@ func (r *EntryResult) AppendJSON(b []byte) []byte {
 			lb, _ := json.Marshal(r.Error.Limits)
 			b = append(append(b, `,"limits":`...), lb...)
 		}
+		if r.Error.RetryAfter > 0 {
+			b = strconv.AppendInt(append(b, `,"retry_after":`...), int64(r.Error.RetryAfter), 10)
+		}
 		b = append(b, '}')
 	}
 	return append(b, '}')

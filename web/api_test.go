@@ -46,16 +46,16 @@ func newEnvWith(t *testing.T, st *services.Store, tune func(*accounts.Accounts))
 	approvals := policies.New(st)
 	limits := policies.NewLimits(st)
 	metrics := web.NewMetrics(st.CountByStatus, nil)
-	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals, Limiter: limits, OnGroup: metrics.ObserveGroup,
-		OnApprovalDecided: metrics.ObserveApproval, OnLookupAnswered: metrics.ObserveLookup,
-		OnTimeoutResolved: metrics.ObserveTimeoutResolved})
+	ledger, freezes, breakers := policies.NewBraked(st, services.LedgerConfig{Approver: approvals, Limiter: limits,
+		OnGroup: metrics.ObserveGroup, OnApprovalDecided: metrics.ObserveApproval, OnLookupAnswered: metrics.ObserveLookup,
+		OnTimeoutResolved: metrics.ObserveTimeoutResolved}, nil)
 	accts := accounts.New(st)
 	if tune != nil {
 		tune(accts)
 	}
 	keys := accounts.NewKeys(st)
 	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: keys, Accounts: accts, Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}), Policies: approvals, Limits: limits,
-		Metrics: metrics, Log: slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))})
+		Freezes: freezes, Breakers: breakers, Metrics: metrics, Log: slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &env{t: t, srv: srv, st: st, keys: keys, log: logs}

@@ -49,9 +49,9 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 	}
 	st := dbtest.Open(t, services.SQLite)
 	approvals := policies.New(st)
-	ledger := services.NewLedger(st, services.LedgerConfig{Approver: approvals})
+	ledger, freezes, breakers := policies.NewBraked(st, services.LedgerConfig{Approver: approvals}, nil)
 	e := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st), Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{}}), Policies: approvals, Limits: policies.NewLimits(st),
-		Metrics: web.NewMetrics(st.CountByStatus, nil), Log: slog.New(slog.DiscardHandler)})
+		Freezes: freezes, Breakers: breakers, Metrics: web.NewMetrics(st.CountByStatus, nil), Log: slog.New(slog.DiscardHandler)})
 	served := []string{}
 	for _, r := range e.Routes() {
 		if r.Method == "echo_route_any" || strings.HasSuffix(r.Path, "/*") || !apiRoute(r.Path) {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/services/accounts"
 	"github.com/arbiter-ledger/arbiter/services/policies"
-	"github.com/arbiter-ledger/arbiter/services/record"
 	"github.com/arbiter-ledger/arbiter/services/sso"
 	"github.com/arbiter-ledger/arbiter/services/webhooks"
 
@@ -202,24 +201,15 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 	hooks := webhooks.New(st, webhooks.Config{Policy: policy, OnQueued: dispatcher.Wake})
 	approvals := policies.New(st)
 	limits := policies.NewLimits(st)
-	// A lifted freeze lets go of what it held through the ledger, which
-	// asks the freezes about every intent.
-	var ledger *services.Ledger
-	freezes := policies.NewFreezes(st, policies.FreezesConfig{OnAlert: dispatcher.Wake,
-		Release: func(ctx context.Context, ns, id string, by record.Actor, why string) (int, error) {
-			return ledger.Release(ctx, ns, id, by, why)
-		}})
-	breakers := policies.NewBreakers(st, freezes)
-	ledger = services.NewLedger(st, services.LedgerConfig{
+	ledger, freezes, breakers := policies.NewBraked(st, services.LedgerConfig{
 		Approver:          approvals,
 		Limiter:           limits,
-		Freezer:           freezes,
 		OnAlert:           dispatcher.Wake,
 		OnGroup:           metrics.ObserveGroup,
 		OnApprovalDecided: metrics.ObserveApproval,
 		OnLookupAnswered:  metrics.ObserveLookup,
 		OnTimeoutResolved: metrics.ObserveTimeoutResolved,
-	})
+	}, dispatcher.Wake)
 
 	nofile, before, err := raiseFDLimit()
 	if err != nil {

@@ -442,3 +442,18 @@ func contains(xs []string, x string) bool {
 	}
 	return false
 }
+
+// NewBraked builds the ledger of st with cfg and the freeze and breaker
+// services that work with it: the ledger asks the freezes about every
+// intent, and a lifted freeze lets go of what it held through the ledger.
+// onAlert wakes the dispatcher after a freeze's alert (nil: nothing).
+func NewBraked(st *services.Store, cfg services.LedgerConfig, onAlert func()) (*services.Ledger, *Freezes, *Breakers) {
+	var l *services.Ledger
+	fz := NewFreezes(st, FreezesConfig{OnAlert: onAlert,
+		Release: func(ctx context.Context, ns, id string, by record.Actor, why string) (int, error) {
+			return l.Release(ctx, ns, id, by, why)
+		}})
+	cfg.Freezer = fz
+	l = services.NewLedger(st, cfg)
+	return l, fz, NewBreakers(st, fz)
+}

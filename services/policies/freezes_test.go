@@ -29,13 +29,8 @@ func newFreezeEnv(t *testing.T, st *services.Store) *freezeEnv {
 	t.Helper()
 	base := newLimitEnv(t, st)
 	e := &freezeEnv{limitEnv: base}
-	e.fz = policies.NewFreezes(st, policies.FreezesConfig{
-		Release: func(ctx context.Context, ns, id string, by record.Actor, why string) (int, error) {
-			return e.l.Release(ctx, ns, id, by, why)
-		}})
-	e.br = policies.NewBreakers(st, e.fz)
+	e.l, e.fz, e.br = policies.NewBraked(st, services.LedgerConfig{Approver: base.pol, Limiter: base.lim, Now: base.clock.Now}, nil)
 	policies.SetFreezesClock(e.fz, e.br, base.clock.Now)
-	e.l = services.NewLedger(st, services.LedgerConfig{Approver: base.pol, Limiter: base.lim, Freezer: e.fz, Now: base.clock.Now})
 	return e
 }
 
