@@ -53,6 +53,7 @@ func (c *call) answer(ctx context.Context, spec client.GuardSpec, out *client.Ou
 		pending  *client.PendingApprovalError
 		denied   *client.DeniedError
 		limit    *client.LimitExceededError
+		frozen   *client.FrozenError
 		inProg   *client.InProgressError
 		finished *client.FinishedError
 		apiErr   *client.Error
@@ -69,6 +70,10 @@ func (c *call) answer(ctx context.Context, spec client.GuardSpec, out *client.Ou
 		}
 		return toolError("%s was not called: %s. A person has the action and decides what happened before anything runs again: %s. "+
 			"Calling again will not run it; tell the user that a person is looking at it.", name, what, held.URL), nil
+	case errors.As(err, &pending) && len(pending.FrozenBy) > 0:
+		return toolError("%s was not called: a person froze such actions in Arbiter (%s), and it waits until the freeze is lifted: %s. "+
+			"Do not work around it; tell the user it is paused. Calling again with the same arguments runs it once the freeze is lifted.",
+			name, freezeReasons(pending.FrozenBy), pending.URL), nil
 	case errors.As(err, &pending):
 		return toolError("%s was not called: it waits for a person's approval in Arbiter, and nobody decided within %s: %s. "+
 			"The approval is for these exact arguments: call again with the same arguments to keep waiting; it runs once approved.",
@@ -77,6 +82,9 @@ func (c *call) answer(ctx context.Context, spec client.GuardSpec, out *client.Ou
 		return toolError("%s was not run: a limit set in Arbiter on such actions refused it: %s (%s). It will not run with these arguments; "+
 			"do not call it again with other arguments to get around the limit. Tell the user a limit refused it; a person can change the limit.",
 			name, limit.Why, limit.URL), nil
+	case errors.As(err, &frozen):
+		return toolError("%s was not run: a freeze in Arbiter holds such actions back (%s). Nothing ran and nothing changed. "+
+			"Do not work around it; tell the user it is paused until a person lifts the freeze (%s).", name, frozen.Why, frozen.URL), nil
 	case errors.As(err, &denied):
 		if denied.Expired {
 			return toolError("%s was not run: the approval it needed expired before anyone approved it (%s). It will not run with these arguments.",
@@ -110,6 +118,15 @@ func (c *call) answer(ctx context.Context, spec client.GuardSpec, out *client.Ou
 	}
 	c.g.log.WarnContext(ctx, "mcp gateway: the call could not be recorded", "tool", name, "key", spec.Key, "err", err)
 	return toolError("%s was not called: %v.", name, err), nil
+}
+
+// freezeReasons lists the reasons of the freezes that hold an action.
+func freezeReasons(fs []client.FreezeRef) string {
+	rs := make([]string, len(fs))
+	for i, f := range fs {
+		rs[i] = f.Reason
+	}
+	return strings.Join(rs, "; ")
 }
 
 // endedText says how a finished action without its effect in place ended.

@@ -249,6 +249,36 @@ func TestCallOverALimitIsRefusedWithTheLimit(t *testing.T) {
 	})
 }
 
+// TestCallOfAFrozenToolWaitsForTheLift: a person freezes refunds; a new
+// call is held (the model hears it is paused, with the reason), never
+// reaches the upstream, and runs when called again after the lift.
+func TestCallOfAFrozenToolWaitsForTheLift(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, m mode, arb *arbiter) {
+		up, pay := startUpstream(t, m)
+		agent := arb.client("payments", "gateway", services.RoleAgent)
+		g := startGateway(t, m, agent, up, `{"name": "payments", "approval_wait": "1s", "tools": [{"match": "refund", "key": "refund:{order_id}"}]}`)
+		admin := arb.client("", "admin", services.RoleAdmin)
+		ctx := context.Background()
+		f, err := admin.StartFreeze(ctx, client.FreezeInput{Namespace: "payments", Reason: "refunds look wrong"})
+		require.NoError(t, err)
+
+		res := g.call(t, "refund", map[string]any{"order_id": "o-frozen", "amount": 100})
+		require.True(t, res.IsError)
+		a, err := agent.ActionByKey(ctx, "refund:o-frozen")
+		require.NoError(t, err)
+		assert.Equal(t, `refund was not called: a person froze such actions in Arbiter (refunds look wrong), and it waits until the freeze `+
+			`is lifted: `+agent.ActionURL(a.ID)+`. Do not work around it; tell the user it is paused. Calling again with the same `+
+			`arguments runs it once the freeze is lifted.`, text(res))
+		assert.Zero(t, pay.state().Calls["refund"], "nothing reached the upstream while frozen")
+
+		_, err = admin.LiftFreeze(ctx, f.ID, "checked")
+		require.NoError(t, err)
+		require.False(t, g.call(t, "refund", map[string]any{"order_id": "o-frozen", "amount": 100}).IsError)
+		assert.Equal(t, 1, pay.state().Calls["refund"])
+	})
+}
+
 func TestUpstreamThatDiesAfterTheEffectLeavesATimedOutActionForAPerson(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, m mode, arb *arbiter) {

@@ -436,18 +436,23 @@ func approvalCount(ap *record.Approval) string {
 	return s
 }
 
-// policiesText names the policy versions that caught an action, or says
-// the intent asked for approval itself.
+// policiesText names what holds an action: the freezes, the policy
+// versions and the limits that caught it, or says the intent asked for
+// approval itself.
 func policiesText(ap *record.Approval) string {
-	if len(ap.Policies) == 0 && len(ap.Limits) == 0 {
+	if len(ap.Policies) == 0 && len(ap.Limits) == 0 && len(ap.FrozenBy) == 0 {
 		return "the intent asked for approval (require_approval)"
 	}
-	names := make([]string, 0, len(ap.Policies)+len(ap.Limits))
+	names := make([]string, 0, len(ap.Policies)+len(ap.Limits)+len(ap.FrozenBy))
+	for _, f := range ap.FrozenBy {
+		names = append(names, fmt.Sprintf("frozen by %q", f.Reason))
+	}
 	for _, p := range ap.Policies {
 		names = append(names, fmt.Sprintf("%s (version %d)", p.Name, p.Version))
 	}
 	for _, l := range ap.Limits {
-		names = append(names, "limit "+limitOverText(l))
+		names = append(names, fmt.Sprintf("held by limit %s (use %s of %s)", l.Name, amountText(l.Used), amountText(l.Max))+
+			" — "+limitOverText(l))
 	}
 	s := strings.Join(names, ", ")
 	if ap.Error != "" {
@@ -461,6 +466,9 @@ func policiesText(ap *record.Approval) string {
 func ApprovalSummary(ap *record.Approval, now time.Time) string {
 	if ap == nil {
 		return ""
+	}
+	if ap.Required == 0 {
+		return "no approval needed once lifted · expires " + timeRel(ap.ExpiresAt, now) + " · " + policiesText(ap)
 	}
 	return approvalCount(ap) + " · expires " + timeRel(ap.ExpiresAt, now) + " · " + policiesText(ap)
 }

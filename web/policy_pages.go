@@ -35,12 +35,7 @@ func policyForm(c echo.Context) (views.PolicyForm, policies.Input, error) {
 		Tools: params.Get("tools"), Condition: params.Get("condition"), Approvals: params.Get("approvals_required"),
 		ExpiresAfter: params.Get("expires_after"), EscalateAfter: params.Get("escalate_after"),
 		Enabled: params.Get("enabled") == "true"}
-	tools := []string{}
-	for _, t := range strings.Split(f.Tools, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			tools = append(tools, t)
-		}
-	}
+	tools := append([]string{}, splitTools(f.Tools)...)
 	in := policies.Input{Name: &f.Name, Tools: &tools, Condition: &f.Condition, Enabled: &f.Enabled}
 	if f.Namespace != "" {
 		in.Namespace = &f.Namespace

@@ -198,6 +198,15 @@ func New(d Deps) *echo.Echo {
 	e.GET("/actions/:id/timeline", detail.timeline, user...)
 	e.POST("/actions/:id/decisions", detail.decide, user...)
 
+	// Limits across actions, freezes and breakers.
+	if d.Limits != nil && d.Freezes != nil && d.Breakers != nil {
+		brakes := &brakePages{dashboard: dash, limits: d.Limits, freezes: d.Freezes, breakers: d.Breakers}
+		e.GET("/limits", brakes.limitsPage, user...)
+		e.GET("/freezes", brakes.freezesPage, user...)
+		e.POST("/freezes", brakes.start, user...)
+		e.POST("/freezes/:id/lift", brakes.lift, user...)
+	}
+
 	// Bulk decisions from triage and the action list: count, then decide.
 	bulkSteps := newBulkPages(dash, d)
 	e.POST("/decisions/preview", bulkSteps.preview, user...)
