@@ -37,6 +37,7 @@ type Metrics struct {
 	approvals  *prometheus.HistogramVec
 	lookups    *prometheus.CounterVec
 	resolved   *prometheus.CounterVec
+	trips      prometheus.Counter
 }
 
 // NewMetrics registers Arbiter's series. countByStatus feeds the
@@ -86,6 +87,10 @@ func NewMetrics(countByStatus func(ctx context.Context) (map[string]int64, error
 			Name: "arbiter_timeouts_resolved_total",
 			Help: "Timed-out actions resolved, by what resolved them: lookup and late_result without a person, operator by one.",
 		}, []string{"by"}),
+		trips: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "arbiter_breaker_trips_total",
+			Help: "Freezes started by breakers that tripped (intents answered frozen are arbiter_entries_total{outcome=\"frozen\"}).",
+		}),
 	}
 	for _, a := range record.Answers {
 		m.lookups.WithLabelValues(string(a))
@@ -105,7 +110,7 @@ func NewMetrics(countByStatus func(ctx context.Context) (map[string]int64, error
 		m.queue = newRefreshed(queue)
 	}
 	m.reg.MustRegister(m.entries, m.latency, m.sweeps, m.timedOut, m.groups, m, m.deliveries, m.sendTime, m.approvals,
-		m.lookups, m.resolved,
+		m.lookups, m.resolved, m.trips,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -131,6 +136,9 @@ func (m *Metrics) ObserveLookup(answer record.Answer) {
 
 // ObserveTimeoutResolved records a timed-out action resolved, and by what.
 func (m *Metrics) ObserveTimeoutResolved(by string) { m.resolved.WithLabelValues(by).Inc() }
+
+// ObserveBreakerTrip counts a freeze a breaker started.
+func (m *Metrics) ObserveBreakerTrip(*record.Freeze) { m.trips.Inc() }
 
 // ObserveDelivery records one webhook delivery attempt.
 func (m *Metrics) ObserveDelivery(result string, latency time.Duration) {

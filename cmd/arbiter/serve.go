@@ -277,7 +277,7 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 	srv.stopBG = stopBG
 	srv.bg.Go(func() { ledger.RunSweeper(bg, log, s.SweepInterval, s.Retention, metrics.ObserveSweep) })
 	srv.bg.Go(func() { dispatcher.Run(bg) })
-	srv.bg.Go(func() { policies.RunBrakes(bg, log, BrakesInterval, freezes, breakers, nil) })
+	srv.bg.Go(func() { policies.RunBrakes(bg, log, BrakesInterval, freezes, breakers, metrics.ObserveBreakerTrip) })
 	go func() { srv.serveErr <- srv.http.Serve(ln) }()
 	return srv, nil
 }

@@ -2,12 +2,14 @@ package policies_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/arbiter-ledger/arbiter/models"
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
 	"github.com/arbiter-ledger/arbiter/services/policies"
@@ -362,5 +364,42 @@ func TestBreakersRefuseBadInput(t *testing.T) {
 		bs, err := e.br.List(ctx, admin, e.ns)
 		require.NoError(t, err)
 		require.Empty(t, bs, "nothing was written")
+	})
+}
+
+// TestFreezeAlerts: freeze.started and freeze.lifted are written for the
+// endpoints that subscribe to them and the namespace, with the freeze as
+// data, in the freeze's own transaction.
+func TestFreezeAlerts(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		e := newFreezeEnv(t, st)
+		now := time.Now()
+		for i, ep := range []struct{ events, namespaces string }{
+			{`["freeze.started","freeze.lifted"]`, `[]`},
+			{`["freeze.started"]`, fmt.Sprintf(`[%q]`, e.ns)},
+			{`["action.timed_out"]`, `[]`},
+			{`["freeze.started"]`, `["elsewhere"]`},
+		} {
+			require.NoError(t, st.GormWriter().Create(&models.WebhookEndpoint{ID: fmt.Sprintf("0193a7c2-0000-7000-8000-%012d", seq.Add(1)),
+				URL: fmt.Sprintf("https://hooks.example.com/%d", i), EventTypes: ep.events, Namespaces: ep.namespaces, Format: "standard",
+				Enabled: true, Secret: "whsec_test", CreatedAt: now, UpdatedAt: now}).Error)
+		}
+		f := e.freeze(t, "*")
+		e.lift(t, f)
+		var msgs []models.WebhookMessage
+		require.NoError(t, st.Gorm().Where("namespace = ?", e.ns).Order("created_at").Find(&msgs).Error)
+		require.Len(t, msgs, 2)
+		require.Equal(t, string(record.EventFreezeStarted), msgs[0].EventType)
+		require.Equal(t, string(record.EventFreezeLifted), msgs[1].EventType)
+		var body services.MessageBody
+		require.NoError(t, json.Unmarshal(msgs[1].Payload, &body))
+		require.Equal(t, f.ID, body.Data.Freeze.ID)
+		require.Equal(t, "provider is back", *body.Data.Freeze.LiftReason)
+		for i, want := range []int64{2, 1} {
+			var n int64
+			require.NoError(t, st.Gorm().Model(&models.WebhookDelivery{}).Where("message_id = ?", msgs[i].ID).Count(&n).Error)
+			require.Equal(t, want, n, "deliveries of %s", msgs[i].EventType)
+		}
 	})
 }
