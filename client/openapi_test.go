@@ -149,10 +149,25 @@ func TestMethodsSendTheirRoute(t *testing.T) {
 		"DeleteLimit":   func() error { return c.DeleteLimit(ctx, id) },
 		"LimitVersions": func() error { _, err := c.LimitVersions(ctx, id); return err },
 		"LimitUsage":    func() error { _, err := c.LimitUsage(ctx, id, "c_1"); return err },
-		"Health":        func() error { return c.Health(ctx) },
-		"Ready":         func() error { return c.Ready(ctx) },
-		"Metrics":       func() error { _, err := c.Metrics(ctx); return err },
-		"OpenAPI":       func() error { _, err := c.OpenAPI(ctx); return err },
+
+		"StartFreeze": func() error {
+			_, err := c.StartFreeze(ctx, FreezeInput{Namespace: "payments", Reason: "x"})
+			return err
+		},
+		"Freezes":    func() error { _, err := c.Freezes(ctx, FreezeFilter{Active: true}); return err },
+		"Freeze":     func() error { _, err := c.Freeze(ctx, id); return err },
+		"LiftFreeze": func() error { _, err := c.LiftFreeze(ctx, id, "x"); return err },
+
+		"CreateBreaker":   func() error { _, err := c.CreateBreaker(ctx, BreakerInput{}); return err },
+		"Breakers":        func() error { _, err := c.Breakers(ctx, "payments"); return err },
+		"Breaker":         func() error { _, err := c.Breaker(ctx, id); return err },
+		"UpdateBreaker":   func() error { _, err := c.UpdateBreaker(ctx, id, BreakerInput{}); return err },
+		"DeleteBreaker":   func() error { return c.DeleteBreaker(ctx, id) },
+		"BreakerVersions": func() error { _, err := c.BreakerVersions(ctx, id); return err },
+		"Health":          func() error { return c.Health(ctx) },
+		"Ready":           func() error { return c.Ready(ctx) },
+		"Metrics":         func() error { _, err := c.Metrics(ctx); return err },
+		"OpenAPI":         func() error { _, err := c.OpenAPI(ctx); return err },
 	}
 	for name := range routes {
 		if _, ok := calls[name]; !ok {

@@ -25,7 +25,7 @@ func TestVocabularyIsRecords(t *testing.T) {
 		client.TypeNote, client.TypeLookup, client.TypeLookupResult, client.TypeCompensationFailed})
 	require.Equal(t, strs(record.Outcomes), []string{client.OutcomeProceed, client.OutcomeReplay,
 		client.OutcomeInProgress, client.OutcomeHeld, client.OutcomeCompensate, client.OutcomeRecorded,
-		client.OutcomeDuplicate, client.OutcomeRejected, client.OutcomePendingApproval, client.OutcomeDenied})
+		client.OutcomeDuplicate, client.OutcomeRejected, client.OutcomePendingApproval, client.OutcomeDenied, client.OutcomeFrozen})
 	require.Equal(t, strs(record.Decisions), []string{client.DecisionConfirm, client.DecisionRetry,
 		client.DecisionCompensate, client.DecisionMarkCompensated, client.DecisionAbandon,
 		client.DecisionApprove, client.DecisionReject})
