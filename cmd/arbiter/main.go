@@ -37,6 +37,8 @@ type cli struct {
 	Decide   decideCmd   `cmd:"" help:"Take an operator decision on an action over the API (ARBITER_URL, ARBITER_API_KEY)."`
 	Policies policiesCmd `cmd:"" help:"List, create and test approval policies over the API (ARBITER_URL, ARBITER_API_KEY)."`
 	Limits   limitsCmd   `cmd:"" help:"List, create, change and delete limits across actions, and see their usage, over the API (ARBITER_URL, ARBITER_API_KEY)."`
+	Freeze   freezeCmd   `cmd:"" help:"Start, lift and list freezes of a namespace's tools (the brake an on-call person pulls) over the API (ARBITER_URL, ARBITER_API_KEY)."`
+	Breakers breakersCmd `cmd:"" help:"List, create, change and delete breakers, which freeze tools whose recent actions time out or fail too often, over the API (ARBITER_URL, ARBITER_API_KEY)."`
 	Bench    benchCmd    `cmd:"" help:"Measure a server: play agents against it (entries per second, latency), or time the sweeper, dashboard pages or webhook deliveries."`
 
 	MCPGateway mcpGatewayCmd `cmd:"" name:"mcp-gateway" help:"Put the ledger between an agent's MCP host and an MCP server: guarded tool calls are recorded, replayed, held and approved (ARBITER_URL, ARBITER_API_KEY)."`
