@@ -93,7 +93,7 @@ func NewBreakers(st *services.Store, freezes *Freezes) *Breakers {
 			scope:   func(b *Breaker) (string, progKey) { return b.Namespace, progKey{b.ID, b.Version} },
 			def:     func(v *models.BreakerVersion) string { return v.BreakerDef },
 			compile: func(*Breaker) struct{} { return struct{}{} },
-			canRead: readLimits, canManage: manageBreakers, toModel: toBreakerModel, row: breakerVersion,
+			canRead: func(p services.Principal) error { return readRules(p, "breakers") }, canManage: manageBreakers, toModel: toBreakerModel, row: breakerVersion,
 			next: func(b *Breaker, at time.Time) int {
 				b.Version, b.UpdatedAt = b.Version+1, at
 				return b.Version - 1

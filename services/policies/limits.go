@@ -192,9 +192,13 @@ func manageLimits(p services.Principal) error {
 
 // readLimits checks that p may read limits: agent keys may not, as for
 // policies.
-func readLimits(p services.Principal) error {
+func readLimits(p services.Principal) error { return readRules(p, "limits") }
+
+// readRules checks that p may read rules of the kind named what: agent keys
+// may not.
+func readRules(p services.Principal, what string) error {
 	if p.Role == services.RoleAgent {
-		return services.Errorf(services.CodeForbidden, "agent keys may not read limits; use a reader, operator or admin key")
+		return services.Errorf(services.CodeForbidden, "agent keys may not read %s; use a reader, operator or admin key", what)
 	}
 	return nil
 }
