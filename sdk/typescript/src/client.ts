@@ -5,6 +5,8 @@ import { ROUTES, type RouteName } from "./routes.js";
 import type {
   Action,
   ActionPage,
+  Breaker,
+  BreakerInput,
   BulkDecision,
   BulkResult,
   CallOptions,
@@ -15,6 +17,9 @@ import type {
   Entry,
   EntryPage,
   EntryResult,
+  Freeze,
+  FreezeFilter,
+  FreezeInput,
   LedgerEntry,
   Limit,
   LimitInput,
@@ -109,8 +114,8 @@ export class Client {
    * is the ledger's answer.
    */
   async submit(entry: Entry, options: CallOptions = {}): Promise<EntryResult> {
-    const { status, body } = await this.send("submit", { body: entry, signal: options.signal });
-    return entryResult(status, body);
+    const { status, body, retryAfter } = await this.send("submit", { body: entry, signal: options.signal });
+    return entryResult(status, body, retryAfter);
   }
 
   /**
@@ -121,13 +126,13 @@ export class Client {
    */
   async submitWait(entry: Entry, waitSeconds: number, options: CallOptions = {}): Promise<EntryResult> {
     const wait = Math.floor(Math.min(Math.max(waitSeconds, 0), MAX_APPROVAL_WAIT_S));
-    const { status, body } = await this.send("submitWait", {
+    const { status, body, retryAfter } = await this.send("submitWait", {
       body: entry,
       signal: options.signal,
       headers: { Prefer: `wait=${wait}` },
       timeoutMs: this.#timeoutMs > 0 ? this.#timeoutMs + wait * 1000 : 0,
     });
-    return entryResult(status, body);
+    return entryResult(status, body, retryAfter);
   }
 
   /**
@@ -324,6 +329,73 @@ export class Client {
     return this.call("limitUsage", { id, query, signal: options.signal });
   }
 
+  // Freezes: the brake on a namespace's tools.
+
+  /**
+   * Starts a freeze (an operator key of the namespace, or an admin key):
+   * while it is active, new keys of its tools wait for approval
+   * (approval.frozen_by) and every other intent that would run or
+   * compensate is answered frozen (the guard's FrozenError). It holds on
+   * every replica within a second.
+   */
+  startFreeze(input: FreezeInput, options: CallOptions = {}): Promise<Freeze> {
+    return this.call("startFreeze", { body: input, signal: options.signal });
+  }
+
+  /**
+   * Lifts an active freeze, saying why: the actions only it held are
+   * approved and their waiting agents proceed. A freeze lifted already is
+   * an ArbiterError with code conflict.
+   */
+  liftFreeze(id: string, reason: string, options: CallOptions = {}): Promise<Freeze> {
+    return this.call("liftFreeze", { id, body: { reason }, signal: options.signal });
+  }
+
+  /** The freezes the key may see, newest first (at most 500): of one namespace, only the active ones, if asked. */
+  async freezes(options: FreezeFilter & CallOptions = {}): Promise<Freeze[]> {
+    const query = new URLSearchParams();
+    if (options.namespace) query.set("namespace", options.namespace);
+    if (options.active) query.set("active", "true");
+    return (await this.call<{ freezes: Freeze[] }>("freezes", { query, signal: options.signal })).freezes;
+  }
+
+  freeze(id: string, options: CallOptions = {}): Promise<Freeze> {
+    return this.call("freeze", { id, signal: options.signal });
+  }
+
+  // Breakers: freezes started when too many of a tool's actions time out or fail.
+
+  /** Adds a breaker (admin key). */
+  createBreaker(input: BreakerInput, options: CallOptions = {}): Promise<Breaker> {
+    return this.call("createBreaker", { body: input, signal: options.signal });
+  }
+
+  /** The breakers the key may see, of one namespace if given, each with what it counts now (`state`). */
+  async breakers(options: { namespace?: string } & CallOptions = {}): Promise<Breaker[]> {
+    const query = options.namespace ? new URLSearchParams({ namespace: options.namespace }) : undefined;
+    return (await this.call<{ breakers: Breaker[] }>("breakers", { query, signal: options.signal })).breakers;
+  }
+
+  /** One breaker, with what it counts now (`state`). */
+  breaker(id: string, options: CallOptions = {}): Promise<Breaker> {
+    return this.call("breaker", { id, signal: options.signal });
+  }
+
+  /** Changes the fields set, as a new version (admin key). */
+  updateBreaker(id: string, input: BreakerInput, options: CallOptions = {}): Promise<Breaker> {
+    return this.call("updateBreaker", { id, body: input, signal: options.signal });
+  }
+
+  /** Stops a breaker (admin key); a freeze it started stays until someone lifts it. */
+  async deleteBreaker(id: string, options: CallOptions = {}): Promise<void> {
+    await this.call("deleteBreaker", { id, signal: options.signal });
+  }
+
+  /** Every version of a breaker, oldest first, without `state`. */
+  async breakerVersions(id: string, options: CallOptions = {}): Promise<Breaker[]> {
+    return (await this.call<{ versions: Breaker[] }>("breakerVersions", { id, signal: options.signal })).versions;
+  }
+
   // The service.
 
   /** Resolves when the server process is up. */
@@ -366,7 +438,7 @@ export class Client {
    * status and body whatever the status. No answer is a NetworkError,
    * unless the caller's signal aborted: then its reason.
    */
-  private async send(name: RouteName, req: RequestParts): Promise<{ status: number; body: string }> {
+  private async send(name: RouteName, req: RequestParts): Promise<{ status: number; body: string; retryAfter: string | null }> {
     const route = ROUTES[name];
     let path: string = route.path;
     if (path.includes("{id}")) {
@@ -394,7 +466,7 @@ export class Client {
         body: req.body === undefined ? undefined : JSON.stringify(req.body),
         signal: ctl.signal,
       });
-      return { status: res.status, body: await res.text() };
+      return { status: res.status, body: await res.text(), retryAfter: res.headers?.get?.("Retry-After") ?? null };
     } catch (err) {
       if (req.signal?.aborted) throw req.signal.reason;
       throw new NetworkError(route.method, path, ctl.signal.aborted ? ctl.signal.reason : err);
@@ -434,8 +506,11 @@ function listQuery(o: ListOptions): URLSearchParams {
   return q;
 }
 
-/** Reads the answer to one entry. */
-function entryResult(status: number, body: string): EntryResult {
+/**
+ * Reads the answer to one entry. A frozen answer whose error does not say
+ * when to ask again takes the Retry-After header's seconds.
+ */
+function entryResult(status: number, body: string, retryAfter: string | null = null): EntryResult {
   let r: EntryResult | undefined;
   try {
     r = JSON.parse(body) as EntryResult;
@@ -449,6 +524,10 @@ function entryResult(status: number, body: string): EntryResult {
   if (r.outcome === "rejected") {
     const e: { code: string; message: string } = r.error ?? { code: "unexpected_answer", message: "entry rejected without an error" };
     throw apiError(status, e.code, e.message, r);
+  }
+  if (r.outcome === "frozen" && r.error && !(typeof r.error.retry_after === "number" && r.error.retry_after > 0)) {
+    const s = Number(retryAfter);
+    if (retryAfter && Number.isInteger(s) && s > 0) r.error.retry_after = s;
   }
   return r;
 }

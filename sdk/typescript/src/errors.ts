@@ -2,7 +2,7 @@
 // instanceof. The names follow the Go SDK (client/errors.go,
 // client/guard_errors.go) and sdk/vectors.json.
 
-import type { Action, ApprovalLimit, EntryResult } from "./types.js";
+import type { Action, ApprovalLimit, EntryResult, FreezeRef } from "./types.js";
 
 /**
  * An answer from Arbiter that is not a success: a non-2xx status, or a
@@ -127,7 +127,11 @@ export class InProgressError extends Error {
   }
 }
 
-/** The action waits for people's approval: nothing ran. Call the guard again later; it runs once approved. */
+/**
+ * The action waits for people's approval, or for the freezes that hold it
+ * (`frozenBy`) to be lifted: nothing ran. Call the guard again later; it
+ * runs once approved.
+ */
 export class PendingApprovalError extends Error {
   override name = "PendingApprovalError";
   constructor(
@@ -138,11 +142,36 @@ export class PendingApprovalError extends Error {
     readonly waitedMs: number,
     /** Run-time errors of the policies that hold it (approval.policies[i].error), as "NAME: ERROR". */
     readonly policyErrors: string[] = [],
+    /** The freezes that hold it (approval.frozen_by): it is approved once each is lifted (and its people approved it). */
+    readonly frozenBy: FreezeRef[] = [],
   ) {
     super(
       `arbiter: action ${JSON.stringify(key)} awaits approval; nothing was run (${url})` +
+        frozenBy.map((f) => `; frozen by ${f.id}: ${f.reason}`).join("") +
         (policyErrors.length ? `; held because a policy's condition failed: ${policyErrors.join("; ")}` : ""),
     );
+  }
+}
+
+/**
+ * A freeze holds the action's tool back: nothing ran and nothing changed.
+ * Ask again after `retryAfter` seconds (the guard does, for up to its
+ * `frozenWaitMs`); the freeze ends when a person lifts it. `detail` is
+ * Arbiter's account, naming the freezes and their reasons.
+ */
+export class FrozenError extends Error {
+  override name = "FrozenError";
+  constructor(
+    readonly actionId: string,
+    readonly key: string,
+    /** The action's page on the dashboard. */
+    readonly url: string,
+    /** Seconds to wait before asking again (the answer's error.retry_after or Retry-After header; 5 when it says none). */
+    readonly retryAfter: number,
+    readonly waitedMs: number,
+    readonly detail: string,
+  ) {
+    super(`arbiter: action ${JSON.stringify(key)} is frozen: ${detail} (${url})`);
   }
 }
 

@@ -6,6 +6,7 @@ import {
   DeniedError,
   LimitExceededError,
   FinishedError,
+  FrozenError,
   HeldError,
   InProgressError,
   OutcomeUnknownError,
@@ -134,10 +135,22 @@ export interface GuardSpec {
    * requireApproval or a policy): the guard waits on the server (Prefer:
    * wait), runs the function as soon as it is approved, and throws
    * DeniedError if denied and PendingApprovalError if nobody decided in
-   * time. 0 throws PendingApprovalError at once.
+   * time. 0 throws PendingApprovalError at once. A new key of a frozen
+   * tool waits here too: it is held for approval until the freeze is lifted
+   * (PendingApprovalError.frozenBy).
    */
   approvalWaitMs?: number;
+  /**
+   * How long to wait out a freeze that holds the action's tool (outcome
+   * frozen: a retry, an approved action's first run, a compensation),
+   * asking again after each Retry-After, before throwing FrozenError. 0
+   * (the default) throws FrozenError at once.
+   */
+  frozenWaitMs?: number;
 }
+
+/** Seconds the guard waits before asking again about a frozen action when the answer does not say. */
+export const DEFAULT_FROZEN_RETRY_S = 5;
 
 /**
  * What a guarded call came to. R is the type of the result the guarded
@@ -176,8 +189,9 @@ export async function guard<R = unknown>(client: Client, spec: GuardSpec, fn: Gu
  * cannot be reached then the function does not run (UnreachableError).
  * Then, by the ledger's answer: proceed runs the function with heartbeats
  * and reports its outcome; replay returns the saved result (or a
- * FinishedError); in_progress waits up to spec.waitMs; held, denied and
- * pending approval (after spec.approvalWaitMs) throw their errors;
+ * FinishedError); in_progress waits up to spec.waitMs; frozen asks again
+ * after each Retry-After for up to spec.frozenWaitMs; held, denied, frozen
+ * and pending approval (after spec.approvalWaitMs) throw their errors;
  * compensate runs spec.compensate. `first` is the answer to the intent
  * when the caller recorded it already (submitIntent): the guard goes on
  * from it instead of recording the intent again.
@@ -213,11 +227,18 @@ export async function settle(client: Client, spec: GuardSpec, fn: GuardFunc, sig
         case "pending_approval":
           if (approvalWaitLeftS(spec, start) <= 0) {
             const policyErrors = (action.approval?.policies ?? []).filter((p) => p.error).map((p) => `${p.name}: ${p.error}`);
-            throw new PendingApprovalError(action.id, spec.key, url, Date.now() - start, policyErrors);
+            throw new PendingApprovalError(action.id, spec.key, url, Date.now() - start, policyErrors, action.approval?.frozen_by ?? []);
           }
           break; // ask again, waiting on the server for the decision
         case "denied":
           throw deniedError(action, spec.key, url, res);
+        case "frozen": {
+          const err = frozenError(action, spec.key, url, res, Date.now() - start);
+          const left = (spec.frozenWaitMs ?? 0) - (Date.now() - start);
+          if (left <= 0) throw err;
+          await sleep(Math.min(err.retryAfter * 1000, left), signal);
+          break; // ask again: the freeze may be lifted
+        }
         case "in_progress": {
           const left = (spec.waitMs ?? 0) - (Date.now() - start);
           if (left <= 0) {
@@ -251,6 +272,13 @@ export function deniedError(action: Action, key: string, url: string, res?: Entr
   }
   const rej = action.approval.rejection;
   return new DeniedError(action.id, key, url, rej == null, rej?.by.name ?? "", rej?.reason ?? "");
+}
+
+/** The error of a frozen intent's answer: the freezes named in Arbiter's message, and when to ask again. */
+export function frozenError(action: Action, key: string, url: string, res: EntryResult, waitedMs: number): FrozenError {
+  const ra = res.error?.retry_after;
+  const retryAfter = typeof ra === "number" && ra > 0 ? ra : DEFAULT_FROZEN_RETRY_S;
+  return new FrozenError(action.id, key, url, retryAfter, waitedMs, res.error?.message || "a freeze holds this tool");
 }
 
 /** Whole seconds the guard may still wait for an approval decision. */

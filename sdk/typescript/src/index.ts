@@ -15,6 +15,7 @@
  */
 export { Client, type ClientOptions } from "./client.js";
 export {
+  DEFAULT_FROZEN_RETRY_S,
   type Attempt,
   type CompensateFunc,
   type GuardFunc,
@@ -34,6 +35,7 @@ export {
   DeniedError,
   LimitExceededError,
   FinishedError,
+  FrozenError,
   HeldError,
   InProgressError,
   KeyReusedError,

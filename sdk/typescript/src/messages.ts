@@ -8,6 +8,7 @@ export type ModelMessageKind =
   | "pending_approval"
   | "denied"
   | "limit_exceeded"
+  | "frozen"
   | "held"
   | "in_progress"
   | "outcome_unknown"
@@ -24,6 +25,7 @@ export const MODEL_MESSAGES: Readonly<Record<ModelMessageKind, string>> = {
   denied: "Refused: a person rejected this call, or its approval expired. It will not run. Do not call the tool again; tell the user it was refused. {detail}",
   limit_exceeded:
     "Refused: this call would go over a limit set on such actions (a budget or a rate), so it will not run. Do not call the tool again to get around it, not with other details either; tell the user a limit refused it and that a person can change the limit ({action_url}). {detail}",
+  frozen: "Not done: a person has frozen such actions for now (a freeze: {detail}). Nothing ran. Do not call the tool again now and do not work around it; tell the user it is paused until a person lifts the freeze ({action_url}).",
   held: "Not done: an earlier attempt's outcome is unknown and a person is checking it. Do not call the tool again; tell the user it is being checked ({action_url}). {detail}",
   in_progress: "Not done now: another attempt of this call is still running. Do not call the tool again; tell the user it is already under way. {detail}",
   outcome_unknown:

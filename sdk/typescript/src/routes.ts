@@ -49,6 +49,18 @@ export const ROUTES = {
   limitVersions: { method: "GET", path: "/v1/limits/{id}/versions" },
   limitUsage: { method: "GET", path: "/v1/limits/{id}/usage" },
 
+  startFreeze: { method: "POST", path: "/v1/freezes" },
+  freezes: { method: "GET", path: "/v1/freezes" },
+  freeze: { method: "GET", path: "/v1/freezes/{id}" },
+  liftFreeze: { method: "POST", path: "/v1/freezes/{id}/lift" },
+
+  createBreaker: { method: "POST", path: "/v1/breakers" },
+  breakers: { method: "GET", path: "/v1/breakers" },
+  breaker: { method: "GET", path: "/v1/breakers/{id}" },
+  updateBreaker: { method: "PATCH", path: "/v1/breakers/{id}" },
+  deleteBreaker: { method: "DELETE", path: "/v1/breakers/{id}" },
+  breakerVersions: { method: "GET", path: "/v1/breakers/{id}/versions" },
+
   health: { method: "GET", path: "/healthz" },
   ready: { method: "GET", path: "/readyz" },
   metrics: { method: "GET", path: "/metrics" },

@@ -13,6 +13,7 @@ import {
   DeniedError,
   LimitExceededError,
   FinishedError,
+  FrozenError,
   HeldError,
   InProgressError,
   OutcomeUnknownError,
@@ -55,6 +56,12 @@ export interface ToolGuardOptions<I, O> {
    * at once that the call waits for approval).
    */
   approvalWaitMs?: number;
+  /**
+   * How long execute waits out a freeze that holds the tool (a retry or an
+   * approved call answered frozen) before it throws FrozenError (default 0);
+   * see GuardSpec.frozenWaitMs.
+   */
+  frozenWaitMs?: number;
   /** HTTP statuses of the downstream that prove the effect did not happen: see GuardSpec.notDoneStatuses. */
   notDoneStatuses?: number[];
   /** Replaces the rule for what execute threw: see GuardSpec.classify. */
@@ -123,6 +130,7 @@ export class ToolGuard<I, O> {
     if (o.runId) spec.runId = o.runId;
     if (o.waitMs) spec.waitMs = o.waitMs;
     if (o.approvalWaitMs) spec.approvalWaitMs = o.approvalWaitMs;
+    if (o.frozenWaitMs) spec.frozenWaitMs = o.frozenWaitMs;
     if (o.notDoneStatuses) spec.notDoneStatuses = o.notDoneStatuses;
     if (o.classify) spec.classify = o.classify;
     return spec;
@@ -273,7 +281,7 @@ export async function decisions<T>(
 
 /** The guard's answer in err or its causes (a framework may wrap it). */
 function answerIn(err: unknown): Error | undefined {
-  const answers = [ArbiterError, CompensationRequestedError, DeniedError, FinishedError, HeldError, InProgressError, OutcomeUnknownError, PendingApprovalError, ReportError, UnreachableError];
+  const answers = [ArbiterError, CompensationRequestedError, DeniedError, FinishedError, FrozenError, HeldError, InProgressError, OutcomeUnknownError, PendingApprovalError, ReportError, UnreachableError];
   for (let e = err, depth = 0; e instanceof Error && depth < 8; depth++, e = e.cause) {
     if (answers.some((c) => e instanceof c)) return e as Error;
   }
@@ -290,7 +298,9 @@ export function modelAnswer(err: unknown, client: Client): string | undefined {
   const e = answerIn(err);
   if (!e) return undefined;
   const url = (id: string) => (id ? client.actionUrl(id) : "");
+  if (e instanceof PendingApprovalError && e.frozenBy.length > 0) return modelMessage("frozen", frozenDetail(e), e.url);
   if (e instanceof PendingApprovalError) return modelMessage("pending_approval", e.message, e.url);
+  if (e instanceof FrozenError) return modelMessage("frozen", e.detail, e.url);
   if (e instanceof LimitExceededError) return modelMessage("limit_exceeded", e.message, e.url);
   if (e instanceof DeniedError) return modelMessage("denied", e.message, e.url);
   if (e instanceof HeldError) return modelMessage("held", e.message, e.url);
@@ -299,4 +309,9 @@ export function modelAnswer(err: unknown, client: Client): string | undefined {
   if (e instanceof FinishedError) return modelMessage("finished", e.message, url(e.action.id));
   if (e instanceof ArbiterError && e.code === "key_reused") return modelMessage("key_reused", e.message, url(e.result?.action?.id ?? ""));
   return e.message;
+}
+
+/** What the model is told of the freezes that hold a new key: each freeze and its reason, as Arbiter names them in a frozen answer. */
+function frozenDetail(e: PendingApprovalError): string {
+  return `${e.frozenBy.map((f) => `freeze ${f.id} (${JSON.stringify(f.reason)})`).join(", ")} holds this tool`;
 }

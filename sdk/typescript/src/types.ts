@@ -49,7 +49,8 @@ export type Outcome =
   | "duplicate"
   | "rejected"
   | "pending_approval"
-  | "denied";
+  | "denied"
+  | "frozen";
 
 /** What a lookup found out about an attempt whose outcome was unknown. */
 export type Answer = "happened" | "not_happened" | "unknown";
@@ -117,6 +118,7 @@ export type ErrorCode =
   | "invalid_json"
   | "invalid_policy"
   | "invalid_limit"
+  | "invalid_breaker"
   | "too_many_entries"
   | "body_too_large"
   | "unsupported_media_type"
@@ -133,6 +135,7 @@ export type ErrorCode =
   | "already_approved"
   | "approval_expired"
   | "limit_exceeded"
+  | "frozen"
   | "approver_unknown"
   | "conflict"
   | "too_many_matched"
@@ -149,6 +152,11 @@ export interface ErrorDetail {
    * amount and the limit's max.
    */
   limits?: ApprovalLimit[];
+  /**
+   * With frozen only: seconds to wait before asking again (the Retry-After
+   * header of a single entry's answer says the same).
+   */
+  retry_after?: number;
 }
 
 /** The ledger's answer to one entry. */
@@ -180,6 +188,7 @@ export interface ApprovalVote {
 
 /** What an action held for approval needs and has. */
 export interface Approval {
+  /** Distinct people who must approve; 0 when only a freeze holds the action. */
   required: number;
   approvals: ApprovalVote[];
   expires_at: string;
@@ -192,6 +201,8 @@ export interface Approval {
   policies: { id: string; name: string; version: number; error?: string | null }[];
   /** The limits whose max the action would take its group over: the people who approve it let it run over them. */
   limits: ApprovalLimit[];
+  /** The active freezes that hold it: it is approved once each is lifted and its people have approved it. */
+  frozen_by: FreezeRef[];
   rejection: ApprovalVote | null;
 }
 
@@ -494,6 +505,109 @@ export interface GroupUsage {
   oldest_at: string;
 }
 
+/** A freeze that holds an action (Approval.frozen_by). */
+export interface FreezeRef {
+  id: string;
+  reason: string;
+}
+
+/**
+ * The brake on a namespace's tools. While `lifted_at` is null, new keys of
+ * those tools wait for approval (Approval.frozen_by) and every other intent
+ * that would proceed or compensate is answered `frozen` (FrozenError).
+ * `by` is the operator who started it, or the system for a breaker (name
+ * `breaker:<name>`, `breaker_id` set).
+ */
+export interface Freeze {
+  id: string;
+  namespace: string;
+  /** Tool patterns; `*` matches any run of characters. */
+  tools: string[];
+  reason: string;
+  by: Actor;
+  breaker_id: string | null;
+  started_at: string;
+  lifted_at: string | null;
+  lifted_by: Actor | null;
+  lift_reason: string | null;
+}
+
+/** Starts a freeze (an operator key of the namespace, or an admin key). */
+export interface FreezeInput {
+  namespace: string;
+  /** Default every tool (`["*"]`). */
+  tools?: string[];
+  /** Required: why, for the people who see the actions it holds. */
+  reason: string;
+}
+
+/** Selects freezes: of one namespace, only the active ones. */
+export interface FreezeFilter {
+  namespace?: string;
+  active?: boolean;
+}
+
+/**
+ * Starts a freeze of its tools when, among their actions of the last
+ * `window` seconds that have an outcome or lost it (at least
+ * `min_actions`), the share timed out is above `max_unknown_ratio` or the
+ * share failed above `max_failure_ratio`. It does not trip again while its
+ * freeze is active. `state` is in the answers of breaker() and breakers().
+ */
+export interface Breaker {
+  id: string;
+  namespace: string;
+  name: string;
+  tools: string[];
+  /** Seconds, 1–86400. */
+  window: number;
+  /** 1–100000. */
+  min_actions: number;
+  /** 0–1, or null: the share of timed-out actions that trips it. */
+  max_unknown_ratio: number | null;
+  /** 0–1, or null: the share of failed actions that trips it. */
+  max_failure_ratio: number | null;
+  enabled: boolean;
+  version: number;
+  created_at: string;
+  updated_at: string;
+  state?: BreakerState;
+}
+
+/**
+ * What a breaker counts now: its tools' actions since `since` (its
+ * window's start, or the lift of its last freeze if later) that have an
+ * outcome or lost it, and the freeze it started while that is active.
+ */
+export interface BreakerState {
+  since: string;
+  actions: number;
+  timed_out: number;
+  failed: number;
+  freeze: Freeze | null;
+}
+
+/**
+ * Creates a breaker (name, namespace, tools and a ratio required) or
+ * changes the fields set. Numbers out of range, or no ratio at all, are an
+ * ArbiterError with code invalid_breaker.
+ */
+export interface BreakerInput {
+  name?: string;
+  namespace?: string;
+  tools?: string[];
+  /** Seconds, 1–86400, default 300. */
+  window?: number;
+  /** 1–100000, default 10. */
+  min_actions?: number;
+  /** 0–1. */
+  max_unknown_ratio?: number;
+  /** 0–1. */
+  max_failure_ratio?: number;
+  /** Default true. */
+  enabled?: boolean;
+}
+
 export type WebhookEventType =
   | "action.timed_out"
   | "action.decided"
@@ -508,6 +622,8 @@ export type WebhookEventType =
   | "action.approval_expired"
   | "action.reconciled"
   | "action.limit_exceeded"
+  | "freeze.started"
+  | "freeze.lifted"
   | "webhook.test";
 
 /** An endpoint that receives alerts. `secret` is set only on creation and rotation. */

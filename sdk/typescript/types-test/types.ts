@@ -6,7 +6,7 @@
 import { tool as aiTool } from "ai";
 import { tool as agentsTool } from "@openai/agents";
 import { z } from "zod";
-import { Client, DeniedError, LimitExceededError, key, type Action, type ApprovalLimit, type Limit, type LimitCharge, type LimitUsage, type Outcome } from "@arbiter-ledger/arbiter";
+import { Client, DeniedError, FrozenError, LimitExceededError, PendingApprovalError, key, type Action, type ApprovalLimit, type Breaker, type BreakerState, type Freeze, type FreezeRef, type Limit, type LimitCharge, type LimitUsage, type Outcome } from "@arbiter-ledger/arbiter";
 import { arbiterTool as aiArbiterTool } from "@arbiter-ledger/arbiter/ai-sdk";
 import { arbiterTool as agentsArbiterTool } from "@arbiter-ledger/arbiter/openai-agents";
 
@@ -82,4 +82,31 @@ export async function limits(err: LimitExceededError) {
   await arbiter.limitUsage(l.id, { group: "cus_1" });
   // @ts-expect-error: over is hold or deny
   await arbiter.updateLimit(l.id, { over: "block" });
+}
+
+// Freezes and breakers: the client's methods, what a frozen answer and a frozen hold carry.
+export async function freezes(frozen: FrozenError, pending: PendingApprovalError) {
+  const f = await arbiter.startFreeze({ namespace: "payments", tools: ["payments.*"], reason: "provider incident" });
+  type _17 = Expect<Equal<typeof f, Freeze>>;
+  type _18 = Expect<Equal<Awaited<ReturnType<typeof arbiter.liftFreeze>>, Freeze>>;
+  type _19 = Expect<Equal<Awaited<ReturnType<typeof arbiter.freezes>>, Freeze[]>>;
+  type _20 = Expect<Equal<typeof f.lifted_at, string | null>>;
+  type _21 = Expect<Equal<typeof frozen.retryAfter, number>>;
+  type _22 = Expect<Equal<typeof pending.frozenBy, FreezeRef[]>>;
+  type _23 = Expect<Equal<Action["approval"] extends infer A ? (A extends { frozen_by: infer F } ? F : never) : never, FreezeRef[]>>;
+  await arbiter.freezes({ namespace: "payments", active: true });
+  await arbiter.liftFreeze(f.id, "the provider is back");
+  // @ts-expect-error: a freeze needs a reason
+  await arbiter.startFreeze({ namespace: "payments" });
+  await arbiter.guard({ key: key("refund", "o-1"), tool: "payments.refund", frozenWaitMs: 30_000 }, () => undefined);
+
+  const b = await arbiter.createBreaker({ name: "mailer", namespace: "payments", tools: ["mail.*"], max_unknown_ratio: 0.3 });
+  type _24 = Expect<Equal<typeof b, Breaker>>;
+  type _25 = Expect<Equal<typeof b.state, BreakerState | undefined>>;
+  type _26 = Expect<Equal<typeof b.max_failure_ratio, number | null>>;
+  type _27 = Expect<Equal<Awaited<ReturnType<typeof arbiter.breakers>>, Breaker[]>>;
+  type _28 = Expect<Equal<Awaited<ReturnType<typeof arbiter.breakerVersions>>, Breaker[]>>;
+  type _29 = Expect<Equal<Awaited<ReturnType<typeof arbiter.deleteBreaker>>, void>>;
+  await arbiter.updateBreaker(b.id, { window: 600 });
+  await arbiter.breakers({ namespace: "payments" });
 }
