@@ -182,6 +182,26 @@ def test_a_call_a_limit_denies_does_not_run_and_the_model_learns_a_limit_refused
         admin.delete_limit(lim.id)
 
 
+def test_a_call_of_a_frozen_tool_does_not_run_and_the_model_learns_it_is_paused(
+        agent: arbiter.Client, operator: arbiter.Client, uniq: str) -> None:
+    psp, order = Provider(), f"order-{uniq}"
+    f = operator.start_freeze("sdk", "provider incident", tools=[f"payments.refund.{uniq}"])
+    try:
+        args = {"order_id": order, "amount_cents": 4200}
+        bot = create_agent(langchain_model([[("refund", args, "c1")], "paused"]), tools=tools(psp, []),
+                           middleware=[guards(agent, uniq)])
+
+        state = bot.invoke({"messages": [HumanMessage("refund my order")]})
+
+        assert psp.calls == []
+        [told] = tool_messages(state)
+        assert told.status == "error"
+        assert told.content.startswith("Not done: a person has frozen such actions for now (a freeze: ")
+        assert "provider incident" in told.content and "/actions/" in told.content
+    finally:
+        operator.lift_freeze(f.id, "over")
+
+
 def test_a_misspelled_tool_name_is_refused(agent: arbiter.Client, uniq: str) -> None:
     g = {"refnud": arbiter.guard(tool=f"payments.refund.{uniq}", client=agent, key=lambda order_id, **_: order_id)}
     agent_tools = tools(Provider(), [])

@@ -267,6 +267,34 @@ def test_a_call_a_limit_denies_does_not_run_asks_nobody_and_the_model_learns_a_l
         admin.delete_limit(lim.id)
 
 
+FROZEN = "Not done: a person has frozen such actions for now (a freeze: "
+
+
+def test_a_call_of_a_frozen_tool_does_not_run_and_the_model_learns_it_is_paused(
+        agent: arbiter.Client, operator: arbiter.Client, uniq: str) -> None:
+    psp, order, tool = Provider(), f"order-{uniq}", f"payments.refund.{uniq}"
+    k = arbiter.key("refund", order)
+    params = {"order_id": order, "amount_cents": 4200}
+    refund = refund_tool(agent, psp, tool)
+    # A retry an operator asked for, which the freeze then answers frozen.
+    with pytest.raises(arbiter.OutcomeUnknownError):
+        agent.run(arbiter.Spec(key=k, tool=tool, effect="keyed", params=params),
+                  lambda a: (_ for _ in ()).throw(arbiter.Unknown("the provider timed out")))
+    operator.decide(wait_status(agent, k, "timed_out").id, "retry", "the provider lost it")
+    f = operator.start_freeze("sdk", "provider incident", tools=[tool])
+    try:
+        model = openai_model([[("refund", params, "c1"), ("refund", dict(params, order_id=f"{order}-2"), "c2")],
+                              "paused"])
+        result = asyncio.run(Runner.run(Agent(name="support", model=model, tools=[refund]), "refund them"))
+        assert result.final_output == "paused"
+        retried, fresh = tool_outputs(model)
+        assert retried.startswith(FROZEN) and f.id in retried and "/actions/" in retried, retried
+        assert fresh.startswith(FROZEN) and "provider incident" in fresh, fresh  # a new key waits for the lift
+        assert psp.calls == []
+    finally:
+        operator.lift_freeze(f.id, "over")
+
+
 def test_a_call_that_needs_no_approval_runs_while_another_of_the_turn_waits(
         agent: arbiter.Client, operator: arbiter.Client, uniq: str) -> None:
     psp = Provider()

@@ -19,3 +19,8 @@ def test_placeholders_are_filled() -> None:
     text = model_message("pending_approval", "", None)
     assert "the Arbiter dashboard" in text and "{" not in text and text.endswith(").")
     assert model_message("denied", "too large").endswith("refused. too large")
+
+
+def test_a_placeholder_inside_the_text_goes_with_its_colon_when_empty() -> None:
+    assert "(a freeze)." in model_message("frozen", "")
+    assert "(a freeze: provider incident)." in model_message("frozen", "provider incident", "u")

@@ -36,7 +36,7 @@ GROUPS: List[Tuple[str, Tuple[str, ...], Tuple[str, ...]]] = [
     ("Effect", ("Effect",), (t.READ_ONLY, t.IDEMPOTENT, t.KEYED, t.UNKEYED)),
     ("EntryResult.outcome", ("EntryResult", "outcome"),
      (t.PROCEED, t.REPLAY, t.OUTCOME_IN_PROGRESS, t.HELD, t.COMPENSATE, t.RECORDED, t.DUPLICATE, t.REJECTED,
-      t.PENDING_APPROVAL, t.OUTCOME_DENIED)),
+      t.PENDING_APPROVAL, t.OUTCOME_DENIED, t.FROZEN)),
     ("LookupAnswer.answer", ("LookupAnswer", "answer"), (t.HAPPENED, t.NOT_HAPPENED, t.UNKNOWN)),
     ("LookupAnswer.answer (ANSWERS)", ("LookupAnswer", "answer"), t.ANSWERS),
     ("EntryInput.answer", ("EntryInput", "answer"), t.ANSWERS),

@@ -32,6 +32,7 @@ from .guard import Guard, arun
 from .types import (
     Action,
     ActionPage,
+    Breaker,
     BulkDecisionResult,
     Decision,
     DecisionResult,
@@ -40,6 +41,7 @@ from .types import (
     EntryPage,
     EventType,
     EntryResult,
+    Freeze,
     LedgerEntry,
     Limit,
     LimitOver,
@@ -393,6 +395,78 @@ class AsyncClient:
 
     async def limit_usage(self, id: str, group: str = "") -> LimitUsage:
         return await self._in_thread(self.sync.limit_usage, id, group=group)
+
+    async def start_freeze(self, namespace: str, reason: str, tools: Optional[Sequence[str]] = None) -> Freeze:
+        return await self._in_thread(self.sync.start_freeze, namespace, reason, tools=tools)
+
+    async def lift_freeze(self, id: str, reason: str) -> Freeze:
+        return await self._in_thread(self.sync.lift_freeze, id, reason)
+
+    async def freezes(self, namespace: Optional[str] = None, active: bool = False) -> List[Freeze]:
+        return await self._in_thread(self.sync.freezes, namespace=namespace, active=active)
+
+    async def freeze(self, id: str) -> Freeze:
+        return await self._in_thread(self.sync.freeze, id)
+
+    async def create_breaker(
+        self,
+        name: str,
+        namespace: str,
+        tools: Sequence[str],
+        *,
+        window: Optional[int] = None,
+        min_actions: Optional[int] = None,
+        max_unknown_ratio: Optional[float] = None,
+        max_failure_ratio: Optional[float] = None,
+        enabled: Optional[bool] = None,
+    ) -> Breaker:
+        return await self._in_thread(
+            self.sync.create_breaker,
+            name,
+            namespace,
+            tools,
+            window=window,
+            min_actions=min_actions,
+            max_unknown_ratio=max_unknown_ratio,
+            max_failure_ratio=max_failure_ratio,
+            enabled=enabled,
+        )
+
+    async def breakers(self, namespace: Optional[str] = None) -> List[Breaker]:
+        return await self._in_thread(self.sync.breakers, namespace=namespace)
+
+    async def breaker(self, id: str) -> Breaker:
+        return await self._in_thread(self.sync.breaker, id)
+
+    async def update_breaker(
+        self,
+        id: str,
+        *,
+        name: Optional[str] = None,
+        tools: Optional[Sequence[str]] = None,
+        window: Optional[int] = None,
+        min_actions: Optional[int] = None,
+        max_unknown_ratio: Optional[float] = None,
+        max_failure_ratio: Optional[float] = None,
+        enabled: Optional[bool] = None,
+    ) -> Breaker:
+        return await self._in_thread(
+            self.sync.update_breaker,
+            id,
+            name=name,
+            tools=tools,
+            window=window,
+            min_actions=min_actions,
+            max_unknown_ratio=max_unknown_ratio,
+            max_failure_ratio=max_failure_ratio,
+            enabled=enabled,
+        )
+
+    async def delete_breaker(self, id: str) -> None:
+        return await self._in_thread(self.sync.delete_breaker, id)
+
+    async def breaker_versions(self, id: str) -> List[Breaker]:
+        return await self._in_thread(self.sync.breaker_versions, id)
 
     async def health(self) -> None:
         return await self._in_thread(self.sync.health)

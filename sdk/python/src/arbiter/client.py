@@ -9,6 +9,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from datetime import datetime
+from email.message import Message
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import execute as _execute
@@ -19,6 +20,7 @@ from .routes import ROUTES
 from .types import (
     Action,
     ActionPage,
+    Breaker,
     BulkDecisionResult,
     Decision,
     DecisionResult,
@@ -27,6 +29,7 @@ from .types import (
     EntryPage,
     EventType,
     EntryResult,
+    Freeze,
     LedgerEntry,
     Limit,
     LimitOver,
@@ -114,7 +117,10 @@ class Client:
         body: Any = None,
         headers: Optional[Mapping[str, str]] = None,
         timeout: Optional[float] = None,
+        answer_headers: Optional[Dict[str, str]] = None,
     ) -> Tuple[int, bytes]:
+        """Sends one request; every request goes through here. The answer's
+        headers are put in answer_headers when given (names lower-cased)."""
         method, path = ROUTES[name]
         if "{id}" in path:
             if not id:
@@ -135,8 +141,10 @@ class Client:
         t = self.timeout if timeout is None else timeout
         try:
             with self._opener.open(req, timeout=t if t > 0 else None) as res:
+                _keep_headers(res.headers, answer_headers)
                 return res.status, res.read()
         except urllib.error.HTTPError as e:
+            _keep_headers(e.headers, answer_headers)
             try:
                 raw = e.read()
             except (OSError, http.client.HTTPException) as read_err:
@@ -165,12 +173,14 @@ class Client:
         the HTTP status (in_progress and held are answered 409). A rejected
         entry raises APIError (KeyReusedError for key_reused) whose
         ``result`` is the answer; a failed request raises NetworkError or
-        APIError."""
+        APIError. A frozen answer's error.retry_after is set from its
+        Retry-After header when the body does not say."""
         return self._submit(entry)
 
     def _submit(self, entry: Entry, timeout: Optional[float] = None) -> EntryResult:
-        status, raw = self._send("submit", body=entry.to_json(), timeout=timeout)
-        return _entry_result(status, raw)
+        headers: Dict[str, str] = {}
+        status, raw = self._send("submit", body=entry.to_json(), timeout=timeout, answer_headers=headers)
+        return _entry_result(status, raw, headers)
 
     def submit_wait(self, entry: Entry, wait: float) -> EntryResult:
         """Sends one intent and, if it is held for approval, asks the server
@@ -179,8 +189,10 @@ class Client:
         comes at once, as from submit."""
         n = int(min(max(wait, 0), MAX_APPROVAL_WAIT))
         timeout = self.timeout + n if self.timeout > 0 else 0
-        status, raw = self._send("submit_wait", body=entry.to_json(), headers={"Prefer": f"wait={n}"}, timeout=timeout)
-        return _entry_result(status, raw)
+        headers: Dict[str, str] = {}
+        status, raw = self._send("submit_wait", body=entry.to_json(), headers={"Prefer": f"wait={n}"},
+                                 timeout=timeout, answer_headers=headers)
+        return _entry_result(status, raw, headers)
 
     def submit_batch(self, entries: Sequence[Entry]) -> List[EntryResult]:
         """Sends 1–500 entries in one request, applied in order, answered
@@ -511,6 +523,95 @@ class Client:
         query = {"group": group} if group else None
         return decode(LimitUsage, self._call("limit_usage", id, query=query))
 
+    # --- freezes and breakers ---
+
+    def start_freeze(self, namespace: str, reason: str, tools: Optional[Sequence[str]] = None) -> Freeze:
+        """Starts a freeze of the namespace's ``tools`` (patterns; default
+        every tool, ``["*"]``), saying why (an operator key of the
+        namespace, or an admin key). While it is active, new keys of those
+        tools wait for approval (``approval.frozen_by``) and every other
+        intent that would run or compensate is answered frozen; it holds on
+        every replica within a second."""
+        body = _given(namespace=namespace, tools=_list(tools), reason=reason)
+        return decode(Freeze, self._call("start_freeze", body=body))
+
+    def lift_freeze(self, id: str, reason: str) -> Freeze:
+        """Lifts an active freeze, saying why: the actions only it held are
+        approved and their callers proceed. A freeze already lifted raises
+        APIError ``conflict`` (409)."""
+        return decode(Freeze, self._call("lift_freeze", id, body={"reason": reason}))
+
+    def freezes(self, namespace: Optional[str] = None, active: bool = False) -> List[Freeze]:
+        """The freezes the key may see, newest first (at most 500): of one
+        namespace if given, only those not lifted if ``active``."""
+        query: Dict[str, str] = {}
+        if namespace:
+            query["namespace"] = namespace
+        if active:
+            query["active"] = "true"
+        return [decode(Freeze, f) for f in self._call("freezes", query=query or None)["freezes"]]
+
+    def freeze(self, id: str) -> Freeze:
+        return decode(Freeze, self._call("freeze", id))
+
+    def create_breaker(
+        self,
+        name: str,
+        namespace: str,
+        tools: Sequence[str],
+        *,
+        window: Optional[int] = None,
+        min_actions: Optional[int] = None,
+        max_unknown_ratio: Optional[float] = None,
+        max_failure_ratio: Optional[float] = None,
+        enabled: Optional[bool] = None,
+    ) -> Breaker:
+        """Adds a breaker (admin key): once at least ``min_actions``
+        (default 10) of the ``tools``' actions of the last ``window``
+        seconds (default 300) have an outcome or lost it, a share timed out
+        above ``max_unknown_ratio`` or failed above ``max_failure_ratio``
+        (0–1; give one or both) starts a freeze of those tools. Numbers out
+        of range, or no ratio, raise APIError ``invalid_breaker``."""
+        body = _given(name=name, namespace=namespace, tools=list(tools), window=window, min_actions=min_actions,
+                      max_unknown_ratio=max_unknown_ratio, max_failure_ratio=max_failure_ratio, enabled=enabled)
+        return decode(Breaker, self._call("create_breaker", body=body))
+
+    def breakers(self, namespace: Optional[str] = None) -> List[Breaker]:
+        """The breakers the key may see (not agent keys), of one namespace
+        if given, each with what it counts now (``state``)."""
+        query = {"namespace": namespace} if namespace else None
+        return [decode(Breaker, b) for b in self._call("breakers", query=query)["breakers"]]
+
+    def breaker(self, id: str) -> Breaker:
+        """One breaker, with what it counts now (``state``)."""
+        return decode(Breaker, self._call("breaker", id))
+
+    def update_breaker(
+        self,
+        id: str,
+        *,
+        name: Optional[str] = None,
+        tools: Optional[Sequence[str]] = None,
+        window: Optional[int] = None,
+        min_actions: Optional[int] = None,
+        max_unknown_ratio: Optional[float] = None,
+        max_failure_ratio: Optional[float] = None,
+        enabled: Optional[bool] = None,
+    ) -> Breaker:
+        """Changes the fields that are given, as a new version (admin key)."""
+        body = _given(name=name, tools=_list(tools), window=window, min_actions=min_actions,
+                      max_unknown_ratio=max_unknown_ratio, max_failure_ratio=max_failure_ratio, enabled=enabled)
+        return decode(Breaker, self._call("update_breaker", id, body=body))
+
+    def delete_breaker(self, id: str) -> None:
+        """Stops a breaker (admin key); a freeze it started stays until a
+        person lifts it, and its versions stay readable."""
+        self._call("delete_breaker", id)
+
+    def breaker_versions(self, id: str) -> List[Breaker]:
+        """Every version of a breaker, oldest first (without ``state``)."""
+        return [decode(Breaker, b) for b in self._call("breaker_versions", id)["versions"]]
+
     # --- the service ---
 
     def health(self) -> None:
@@ -534,7 +635,7 @@ class Client:
         return dict(self._call("openapi"))
 
 
-def _entry_result(status: int, raw: bytes) -> EntryResult:
+def _entry_result(status: int, raw: bytes, headers: Optional[Mapping[str, str]] = None) -> EntryResult:
     try:
         data = json.loads(raw)
     except ValueError:
@@ -543,6 +644,8 @@ def _entry_result(status: int, raw: bytes) -> EntryResult:
         # Not an entry result: the request itself failed (401, 413, 503, …).
         raise answer_error(status, raw)
     r = decode(EntryResult, data)
+    if r.error is not None and r.error.retry_after is None and headers is not None:
+        r.error.retry_after = _retry_after(headers.get("retry-after"))
     if r.outcome == "rejected":
         code, msg = ("unexpected_answer", "entry rejected without an error")
         if r.error is not None:
@@ -551,6 +654,22 @@ def _entry_result(status: int, raw: bytes) -> EntryResult:
         err.result = r
         raise err
     return r
+
+
+def _keep_headers(got: Optional[Message], into: Optional[Dict[str, str]]) -> None:
+    if got is not None and into is not None:
+        for k, v in got.items():
+            into[k.lower()] = str(v)
+
+
+def _retry_after(value: Optional[str]) -> Optional[int]:
+    """A Retry-After header in seconds (Arbiter sends seconds, never a
+    date); None when absent or not a positive number."""
+    try:
+        n = int((value or "").strip())
+    except ValueError:
+        return None
+    return n if n > 0 else None
 
 
 def _given(**fields: Any) -> Dict[str, Any]:

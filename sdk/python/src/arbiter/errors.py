@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, List, Optional
 
 if TYPE_CHECKING:
     from .execute import Outcome
-    from .types import Action, ApprovalLimit, EntryResult
+    from .types import Action, ApprovalLimit, EntryResult, FreezeRef
 
 __all__ = [
     "ArbiterError",
@@ -21,6 +21,7 @@ __all__ = [
     "PendingApprovalError",
     "DeniedError",
     "LimitExceededError",
+    "FrozenError",
     "FinishedError",
     "OutcomeUnknownError",
     "ReportError",
@@ -154,18 +155,24 @@ class InProgressError(ArbiterError):
 class PendingApprovalError(ArbiterError):
     """The action waits for people's approval: nothing ran. Call again with
     the same key later; the function runs once the action is approved.
+    ``frozen_by`` are the active freezes that hold it (Approval.frozen_by:
+    a new key of a frozen tool waits until each is lifted, and its people
+    approved it if its policies or limits ask them), named in the message.
     ``policy_errors`` are the run-time errors of the policies that hold it
     (``approval.policies[i].error``, as "NAME: ERROR"): a condition that
     failed (a missing param, a type error) holds the intent all the same,
     and the message says so."""
 
     def __init__(self, action_id: str, key: str, url: str, waited: float,
-                 policy_errors: Optional[List[str]] = None) -> None:
+                 policy_errors: Optional[List[str]] = None, frozen_by: Optional[List[FreezeRef]] = None) -> None:
         self.action_id, self.key, self.url, self.waited = action_id, key, url, waited
         self.policy_errors: List[str] = list(policy_errors or [])
+        self.frozen_by: List[FreezeRef] = list(frozen_by or [])
         why = ""
+        if self.frozen_by:
+            why += "; held by " + ", ".join(f"freeze {f.id} ({f.reason!r})" for f in self.frozen_by)
         if self.policy_errors:
-            why = f"; held because a policy's condition failed: {'; '.join(self.policy_errors)}"
+            why += f"; held because a policy's condition failed: {'; '.join(self.policy_errors)}"
         super().__init__(f"arbiter: action {key!r} awaits approval; nothing was run ({url}){why}")
 
 
@@ -202,6 +209,28 @@ class LimitExceededError(DeniedError):
         self.limits = list(limits)
         self.detail = detail
         ArbiterError.__init__(self, f"arbiter: action {key!r} was denied by a limit: {detail}; nothing was run ({url})")
+
+
+DEFAULT_FROZEN_RETRY = 5  # seconds before asking again about a frozen action, when the answer does not say
+
+
+class FrozenError(ArbiterError):
+    """A freeze holds the action's tool back (outcome frozen): nothing ran
+    and nothing changed. It came to an intent that would otherwise have run
+    or compensated an action that exists (a retry an operator asked for, an
+    approved action's first run, a compensation); a new key of a frozen
+    tool waits for approval instead (PendingApprovalError with
+    ``frozen_by``). Ask again after ``retry_after`` seconds (the answer's
+    error.retry_after or Retry-After header, default 5): the guard does,
+    for up to its ``frozen_wait``. The freeze ends when a person lifts it.
+    ``detail`` is Arbiter's account, naming the freezes and their reasons;
+    ``waited`` how long the guard waited it out."""
+
+    def __init__(self, action_id: str, key: str, url: str, detail: str,
+                 retry_after: float = DEFAULT_FROZEN_RETRY, waited: float = 0.0) -> None:
+        self.action_id, self.key, self.url = action_id, key, url
+        self.detail, self.retry_after, self.waited = detail, retry_after, waited
+        super().__init__(f"arbiter: action {key!r} is frozen: {detail or 'a freeze holds its tool'} ({url})")
 
 
 class FinishedError(ArbiterError):

@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Any, Callable, Collection, Generic, Optional, 
 
 from . import cancel
 from .errors import (
+    DEFAULT_FROZEN_RETRY,
     APIError,
     ArbiterError,
     CompensationRequestedError,
     DeniedError,
     FinishedError,
+    FrozenError,
     HeldError,
     InProgressError,
     LeaseLostError,
@@ -35,6 +37,7 @@ from .types import (
     COMPENSATE,
     COMPENSATION_REQUESTED,
     CONFIRMED,
+    FROZEN,
     HELD,
     OUTCOME_DENIED,
     OUTCOME_IN_PROGRESS,
@@ -138,6 +141,7 @@ class Spec:
     compensate: Optional[Callable[[Attempt], Any]] = None
     require_approval: bool = False
     approval_wait: float = 0  # how long to wait for people's decision
+    frozen_wait: float = 0  # how long to wait out a freeze that holds the tool (outcome frozen)
     retriable: ExcTypes = ()  # exception types recorded as retriable failures
     unknown: ExcTypes = ()  # exception types that leave the outcome unknown
     # HTTP statuses of the downstream that prove the effect did not happen
@@ -196,9 +200,11 @@ def run(client: Client, spec: Spec, fn: Callable[[Attempt], Any], answer: Option
     - in_progress: asks again with backoff for up to spec.wait, then
       InProgressError. held: HeldError. pending_approval: waits on the
       server (Prefer: wait) up to spec.approval_wait, then
-      PendingApprovalError; denied: DeniedError (LimitExceededError when a
-      limit across actions denied it). key_reused:
-      KeyReusedError.
+      PendingApprovalError (its ``frozen_by`` names the freezes that hold
+      a new key of a frozen tool); denied: DeniedError (LimitExceededError
+      when a limit across actions denied it). frozen: asks again after
+      each Retry-After for up to spec.frozen_wait, then FrozenError.
+      key_reused: KeyReusedError.
     - compensate: runs spec.compensate under the compensation's lease and
       reports compensated, or compensation_failed with its exception.
 
@@ -267,10 +273,18 @@ def ask(client: Client, spec: Spec) -> EntryResult:
             if int(spec.approval_wait - (time.monotonic() - start)) <= 0:
                 failing = [f"{p.name}: {p.error}" for p in (a.approval.policies if a.approval else []) if p.error]
                 raise PendingApprovalError(a.id, spec.key, client.action_url(a.id), time.monotonic() - start,
-                                           failing)
+                                           failing, a.approval.frozen_by if a.approval else [])
             # Ask again, waiting on the server for the decision.
         elif res.outcome == OUTCOME_DENIED:
             raise denied_error(a, spec.key, client.action_url(a.id), res)
+        elif res.outcome == FROZEN:
+            frozen = frozen_error(a, spec.key, client.action_url(a.id), res, time.monotonic() - start)
+            left = spec.frozen_wait - (time.monotonic() - start)
+            if left <= 0:
+                raise frozen
+            # Nothing changed: ask again once the answer says to (a lift
+            # takes effect everywhere within a second).
+            cancel.sleep(min(frozen.retry_after, left))
         elif res.outcome == OUTCOME_IN_PROGRESS:
             waited = time.monotonic() - start
             if waited >= spec.wait:
@@ -300,6 +314,17 @@ def denied_error(a: Action, key: str, url: str, res: Optional[EntryResult] = Non
     rej = a.approval.rejection if a.approval is not None else None
     return DeniedError(a.id, key, url, expired=rej is None,
                        by=rej.by.name if rej else "", reason=rej.reason if rej else "")
+
+
+def frozen_error(a: Action, key: str, url: str, res: EntryResult, waited: float = 0.0) -> FrozenError:
+    """The error of a frozen answer: Arbiter's account of the freezes, and
+    how long to wait before asking again (error.retry_after, which the
+    client fills in from Retry-After; 5 s when neither says)."""
+    err = res.error
+    retry: float = DEFAULT_FROZEN_RETRY
+    if err is not None and err.retry_after is not None and err.retry_after > 0:
+        retry = err.retry_after
+    return FrozenError(a.id, key, url, err.message if err is not None else "", retry, waited)
 
 
 def attempt_of(spec: Spec, res: EntryResult) -> Attempt:

@@ -93,6 +93,7 @@ class Guard:
         compensate: Optional[Callable[[Attempt], Any]] = None,
         require_approval: bool = False,
         approval_wait: float = 0,
+        frozen_wait: float = 0,
         retriable: execute.ExcTypes = (),
         unknown: execute.ExcTypes = (),
         not_done_statuses: Collection[int] = (),
@@ -109,8 +110,8 @@ class Guard:
         self._options: Dict[str, Any] = dict(
             tool=tool, effect=effect, timeout=timeout, agent=agent, run_id=run_id, wait=wait, key_ttl=key_ttl,
             compensate=compensate, require_approval=require_approval, approval_wait=approval_wait,
-            retriable=tuple(retriable), unknown=tuple(unknown), not_done_statuses=tuple(not_done_statuses),
-            classify=classify, serialize=serialize)
+            frozen_wait=frozen_wait, retriable=tuple(retriable), unknown=tuple(unknown),
+            not_done_statuses=tuple(not_done_statuses), classify=classify, serialize=serialize)
         self._client = client
         # Where async uses run their requests: an AsyncClient's own pool,
         # else one of the guard's own made at its first async use, never
@@ -303,6 +304,7 @@ def guard(
     compensate: Optional[Callable[[Attempt], Any]] = None,
     require_approval: bool = False,
     approval_wait: float = 0,
+    frozen_wait: float = 0,
     retriable: execute.ExcTypes = (),
     unknown: execute.ExcTypes = (),
     not_done_statuses: Collection[int] = (),
@@ -327,7 +329,12 @@ def guard(
     ``key_ttl``: how long the downstream honours the key. ``compensate``:
     undoes the effect when an operator asks (returns the undoing's id).
     ``require_approval`` holds the first intent for a person;
-    ``approval_wait`` waits for the decision (Prefer: wait).
+    ``approval_wait`` waits for the decision (Prefer: wait); a new key of
+    a tool a freeze holds waits the same way, for the lift
+    (PendingApprovalError names the freezes in ``frozen_by``).
+    ``frozen_wait``: seconds to wait out a freeze that holds an existing
+    action back (outcome frozen: a retry, an approved action's first run, a
+    compensation), asking again after each Retry-After, before FrozenError.
     What an exception of the function means (sdk/vectors.json "outcomes",
     see arbiter.outcomes): ``failed`` only when it proves the effect did
     not happen (NotDone; Retriable or a type in ``retriable``: may try
@@ -345,7 +352,7 @@ def guard(
     """
     return Guard(tool=tool, key=key, effect=effect, params=params, timeout=timeout, reference=reference, agent=agent,
                  run_id=run_id, wait=wait, key_ttl=key_ttl, compensate=compensate, require_approval=require_approval,
-                 approval_wait=approval_wait, retriable=retriable, unknown=unknown,
+                 approval_wait=approval_wait, frozen_wait=frozen_wait, retriable=retriable, unknown=unknown,
                  not_done_statuses=not_done_statuses, classify=classify, serialize=serialize, client=client)
 
 

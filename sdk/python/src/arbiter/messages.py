@@ -1,6 +1,7 @@
 """What a framework adapter tells the model instead of a tool's result: a copy
 of sdk/vectors.json "model_messages" (tests/test_messages.py compares them).
-{detail} is the error's own message (when empty the text ends before it);
+{detail} is the error's own message (when empty the text ends before it, or
+a placeholder inside the text goes with its ": ");
 {action_url} the action's dashboard link, else "the Arbiter dashboard"."""
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ MESSAGES: Dict[str, str] = {
     ),
     "limit_exceeded": (
         "Refused: this call would go over a limit set on such actions (a budget or a rate), so it will not run. Do not call the tool again to get around it, not with other details either; tell the user a limit refused it and that a person can change the limit ({action_url}). {detail}"
+    ),
+    "frozen": (
+        "Not done: a person has frozen such actions for now (a freeze: {detail}). Nothing ran. Do not call the tool again now and do not work around it; tell the user it is paused until a person lifts the freeze ({action_url})."
     ),
     "held": (
         "Not done: an earlier attempt's outcome is unknown and a person is checking it. Do not call the tool again; tell the user it is being checked ({action_url}). {detail}"
@@ -50,5 +54,8 @@ def model_message(kind: str, detail: str = "", action_url: Optional[str] = None)
     """The text for ``kind`` with its placeholders filled in."""
     text = MESSAGES[kind].replace("{action_url}", action_url or "the Arbiter dashboard")
     if "{detail}" in text:
-        text = text.replace("{detail}", detail.strip()).rstrip() if detail.strip() else text.replace("{detail}", "").rstrip()
+        if detail.strip():
+            text = text.replace("{detail}", detail.strip()).rstrip()
+        else:
+            text = text.replace(": {detail}", "").replace("{detail}", "").rstrip()
     return text

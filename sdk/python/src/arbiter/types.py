@@ -57,12 +57,13 @@ LedgerEntryType = Literal[
     "intent", "heartbeat", "succeeded", "failed", "outcome_unknown", "compensated", "note", "lookup", "lookup_result",
     "compensation_failed", "timed_out", "decision", "key_reused", "stale_outcome", "stale_heartbeat", "late_result",
     "lease_lost", "rejected", "approval_expired", "approval_escalated", "reconciled", "compensation_timed_out",
+    "unfrozen",
 ]
 
 # Outcomes of an entry (EntryResult.outcome).
 EntryOutcome = Literal[
     "proceed", "replay", "in_progress", "held", "compensate", "recorded", "duplicate", "rejected", "pending_approval",
-    "denied",
+    "denied", "frozen",
 ]
 PROCEED: Final = "proceed"
 REPLAY: Final = "replay"
@@ -74,6 +75,7 @@ DUPLICATE: Final = "duplicate"
 REJECTED: Final = "rejected"
 PENDING_APPROVAL: Final = "pending_approval"
 OUTCOME_DENIED: Final = "denied"  # its approval was rejected or expired
+FROZEN: Final = "frozen"  # a freeze holds the tool back: nothing changed; ask again after Retry-After
 # Deprecated as outcomes: IN_PROGRESS and DENIED are the statuses; they
 # spell the outcomes of the same names too, and still compare equal to
 # them, but name the outcomes OUTCOME_IN_PROGRESS and OUTCOME_DENIED.
@@ -108,7 +110,7 @@ EventType = Literal[
     "action.timed_out", "action.decided", "action.key_reused", "action.stale_outcome", "action.late_result",
     "action.compensated", "action.failed", "action.approval_requested", "action.approved",
     "action.approval_escalated", "action.approval_expired", "action.reconciled", "action.limit_exceeded",
-    "webhook.test",
+    "freeze.started", "freeze.lifted", "webhook.test",
 ]
 WebhookFormat = Literal["standard", "slack"]
 # WebhookFormatOrDefault: a format, or "" for the server's default (standard).
@@ -119,10 +121,10 @@ DeliveryState = Literal["pending", "succeeded", "failed"]
 # may also be one the SDK gives an answer that is not Arbiter's
 # (unexpected_answer, unavailable).
 ErrorCode = Literal[
-    "invalid", "invalid_json", "invalid_policy", "invalid_limit", "too_many_entries", "body_too_large",
+    "invalid", "invalid_json", "invalid_policy", "invalid_limit", "invalid_breaker", "too_many_entries", "body_too_large",
     "unsupported_media_type", "unauthorized", "forbidden", "not_found", "method_not_allowed", "key_reused",
     "duplicate_risk_unacknowledged", "stale_attempt", "lease_lost", "invalid_transition", "version_conflict",
-    "already_approved", "approval_expired", "limit_exceeded", "approver_unknown", "conflict", "too_many_matched",
+    "already_approved", "approval_expired", "limit_exceeded", "frozen", "approver_unknown", "conflict", "too_many_matched",
     "unavailable", "internal",
 ]
 
@@ -244,12 +246,20 @@ class ApprovalLimit:
 
 
 @dataclass
+class FreezeRef:
+    """A freeze that holds an action (Approval.frozen_by)."""
+
+    id: str
+    reason: str
+
+
+@dataclass
 class Approval:
     """What an action held for approval needs and has: the policies that
-    caught it and the limits it would exceed (the people who approve it let
-    it run over them)."""
+    caught it, the limits it would exceed (the people who approve it let
+    it run over them) and the freezes that hold it."""
 
-    required: int
+    required: int  # distinct people who must approve; 0 when only a freeze holds it
     approvals: List[ApprovalVote]
     expires_at: datetime
     escalate_at: Optional[datetime]
@@ -258,6 +268,10 @@ class Approval:
     # Always sent by a server with limits; empty when none is exceeded (and
     # in the answers of a server older than limits).
     limits: List[ApprovalLimit] = dataclasses.field(default_factory=list)
+    # The active freezes that hold the action: it is approved once each is
+    # lifted and its people have approved it. Always sent by a server with
+    # freezes; empty when none holds it (and in older servers' answers).
+    frozen_by: List[FreezeRef] = dataclasses.field(default_factory=list)
 
 
 @dataclass
@@ -339,6 +353,10 @@ class ErrorDetail:
     # its group's counted use when the first intent came, the intent's
     # amount and the limit's max (a retry of the denied key gets the same).
     limits: Optional[List[ApprovalLimit]] = None
+    # With frozen only: seconds to wait before asking again (the answer's
+    # Retry-After header says the same; the client fills it in from the
+    # header when the body does not).
+    retry_after: Optional[int] = None
 
 
 @dataclass
@@ -519,6 +537,64 @@ class LimitUsage:
     window: int
     max: float
     groups: List[GroupUsage]
+
+
+@dataclass
+class Freeze:
+    """The brake on a namespace's tools. While ``lifted_at`` is None, new
+    keys of ``tools`` wait for approval (Approval.frozen_by) and every other
+    intent that would proceed or compensate is answered frozen. ``by`` is
+    the operator who started it, or the system for a breaker (name
+    ``breaker:<name>``, ``breaker_id`` set)."""
+
+    id: str
+    namespace: str
+    tools: List[str]  # patterns; * matches any run of characters
+    reason: str
+    by: Actor
+    breaker_id: Optional[str]
+    started_at: datetime
+    lifted_at: Optional[datetime]
+    lifted_by: Optional[Actor]
+    lift_reason: Optional[str]
+
+
+@dataclass
+class BreakerState:
+    """What a breaker counts now: its tools' actions since ``since`` (its
+    window's start, or the lift of its last freeze if later) that have an
+    outcome or lost it, and the freeze it started while that is active."""
+
+    since: datetime
+    actions: int
+    timed_out: int
+    failed: int
+    freeze: Optional[Freeze]
+
+
+@dataclass
+class Breaker:
+    """Starts a freeze of its tools when, among their actions of the last
+    ``window`` seconds that have an outcome or lost it (at least
+    ``min_actions``), the share timed out is above ``max_unknown_ratio`` or
+    the share failed above ``max_failure_ratio``. It does not trip again
+    while its freeze is active; lifting it is a person's decision."""
+
+    id: str
+    namespace: str
+    name: str
+    tools: List[str]
+    window: int  # seconds
+    min_actions: int
+    max_unknown_ratio: Optional[float]
+    max_failure_ratio: Optional[float]
+    enabled: bool
+    version: int
+    created_at: datetime
+    updated_at: datetime
+    # What it counts now: in the answers of breaker and breakers (not in
+    # those of create, update and versions).
+    state: Optional[BreakerState] = None
 
 
 @dataclass

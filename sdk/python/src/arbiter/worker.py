@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Collection, Dict, List, Optional
 
 from . import cancel, execute
-from .errors import APIError, ArbiterError, HeldError, InProgressError, OutcomeUnknownError, Retriable
+from .errors import APIError, ArbiterError, FrozenError, HeldError, InProgressError, OutcomeUnknownError, Retriable
 from .execute import Attempt, Spec
 from .lookup import (
     LookupFunc,
@@ -266,6 +266,9 @@ class Worker:
             self.log.info("arbiter worker: another worker is running %s (attempt %d)", where, e.attempt)
         except HeldError as e:
             self.log.warning("arbiter worker: %s is held for an operator: %s", where, e.url)
+        except FrozenError as e:
+            # Nothing ran and nothing changed: it runs once the freeze is lifted.
+            self.log.info("arbiter worker: %s is frozen; trying again later: %s", where, e.detail)
         except Exception as e:  # a handler's failure, recorded as the guard classified it
             if ran:
                 what = "its outcome is unknown" if isinstance(e, OutcomeUnknownError) else "recorded failed"

@@ -138,6 +138,44 @@ def limits(admin: arbiter.Client) -> None:
         print(e.limits[0].used, e.limits[0].amount, e.limits[0].max, e.detail)
 
 
+# Freezes and breakers: the README's calls, and what a frozen call raises.
+def freezes(oncall: arbiter.Client, admin: arbiter.Client) -> None:
+    f = oncall.start_freeze("payments", "provider incident", tools=["payments.*"])
+    assert_type(f, arbiter.Freeze)
+    assert_type(f.by, arbiter.Actor)
+    assert_type(f.breaker_id, Optional[str])
+    assert_type(f.lifted_at, Optional[datetime])
+    assert_type(oncall.freezes("payments", active=True), List[arbiter.Freeze])
+    assert_type(oncall.freeze(f.id), arbiter.Freeze)
+    assert_type(oncall.lift_freeze(f.id, "provider is back"), arbiter.Freeze)
+    b = admin.create_breaker("flaky psp", "payments", ["payments.*"], window=300, min_actions=10,
+                             max_unknown_ratio=0.3)
+    assert_type(b, arbiter.Breaker)
+    assert_type(b.max_failure_ratio, Optional[float])
+    assert_type(b.state, Optional[arbiter.BreakerState])
+    assert_type(admin.update_breaker(b.id, max_failure_ratio=0.5), arbiter.Breaker)
+    assert_type(admin.breaker(b.id), arbiter.Breaker)
+    assert_type(admin.breakers("payments"), List[arbiter.Breaker])
+    assert_type(admin.breaker_versions(b.id), List[arbiter.Breaker])
+    assert_type(admin.delete_breaker(b.id), None)
+    try:
+        refund("order-8812", 4200)
+    except arbiter.PendingApprovalError as e:
+        assert_type(e.frozen_by, List[arbiter.FreezeRef])
+    except arbiter.FrozenError as e:
+        assert_type(e.retry_after, float)
+        assert_type(e.detail, str)
+
+
+@arbiter.guard(tool="payments.refund", effect="keyed", frozen_wait=120,
+               key=lambda order_id, **_: arbiter.key("refund", order_id))
+def refund_when_unfrozen(attempt: arbiter.Attempt, order_id: str, amount_cents: int) -> str:
+    return "re_1"
+
+
+assert_type(refund_when_unfrozen("order-8812", 4200), str)
+
+
 def limit_answers(a: arbiter.Action, r: arbiter.EntryResult, p: arbiter.Policy) -> None:
     assert_type(a.limits, Optional[List[arbiter.LimitCharge]])
     assert_type(p.mode, types.Mode)
@@ -146,6 +184,9 @@ def limit_answers(a: arbiter.Action, r: arbiter.EntryResult, p: arbiter.Policy) 
         assert_type(r.error.limits, Optional[List[arbiter.ApprovalLimit]])
     if a.approval is not None:
         assert_type(a.approval.limits, List[arbiter.ApprovalLimit])
+        assert_type(a.approval.frozen_by, List[arbiter.FreezeRef])
+    if r.error is not None:
+        assert_type(r.error.retry_after, Optional[int])
 
 
 async def async_limits(admin: arbiter.AsyncClient) -> None:

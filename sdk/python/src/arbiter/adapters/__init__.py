@@ -7,6 +7,7 @@ framework yourself (the versions tested are in sdk/python/README.md)."""
 from __future__ import annotations
 
 import importlib
+import json
 from types import ModuleType
 
 from typing import TYPE_CHECKING, Optional
@@ -15,6 +16,7 @@ from ..errors import (
     ArbiterError,
     DeniedError,
     FinishedError,
+    FrozenError,
     HeldError,
     InProgressError,
     KeyReusedError,
@@ -60,8 +62,13 @@ def model_answer(err: BaseException, client: Optional[Client] = None) -> Optiona
         return client.action_url(action_id) if client is not None and action_id else None
 
     detail = str(e)
+    if isinstance(e, PendingApprovalError) and e.frozen_by:
+        # A new key of a frozen tool: it runs once the freeze is lifted.
+        return model_message("frozen", freeze_reasons(e), e.url)
     if isinstance(e, PendingApprovalError):
         return model_message("pending_approval", detail, e.url)
+    if isinstance(e, FrozenError):
+        return model_message("frozen", e.detail, e.url)
     if isinstance(e, LimitExceededError):  # a DeniedError that asked nobody: a limit refused it
         return model_message("limit_exceeded", detail, e.url)
     if isinstance(e, DeniedError):
@@ -80,6 +87,12 @@ def model_answer(err: BaseException, client: Optional[Client] = None) -> Optiona
     if isinstance(e, UnreachableError):
         return model_message("failed", detail)
     return detail
+
+
+def freeze_reasons(e: PendingApprovalError) -> str:
+    """The freezes that hold a pending action, as Arbiter names them in a
+    frozen answer: freeze ID ("reason"), …"""
+    return ", ".join(f"freeze {f.id} ({json.dumps(f.reason, ensure_ascii=False)})" for f in e.frozen_by)
 
 
 def _answer_in(err: BaseException) -> Optional[ArbiterError]:

@@ -77,6 +77,7 @@ def guarded_tool(
     compensate: Optional[Callable[[Attempt], Any]] = None,
     require_approval: bool = False,
     approval_wait: float = 0,
+    frozen_wait: float = 0,
     wait: float = 0,
     retriable: execute.ExcTypes = (),
     unknown: execute.ExcTypes = (),
@@ -105,8 +106,9 @@ def guarded_tool(
     def decorate(fn: Callable[..., Any]) -> FunctionTool:
         g = Guard(tool=tool, key=key, effect=effect, params=params, timeout=timeout, reference=reference,
                   agent=agent, key_ttl=key_ttl, compensate=compensate, require_approval=require_approval,
-                  approval_wait=approval_wait, wait=wait, retriable=retriable, unknown=unknown,
-                  not_done_statuses=not_done_statuses, classify=classify, serialize=serialize, client=client)
+                  approval_wait=approval_wait, frozen_wait=frozen_wait, wait=wait, retriable=retriable,
+                  unknown=unknown, not_done_statuses=not_done_statuses, classify=classify, serialize=serialize,
+                  client=client)
         guarded = _Guarded(g, fn, cancel.Pool(f"guarded tool {tool!r}", max_workers, "arbiter-tool"))
         function_tool_options.setdefault("failure_error_function", tool_error)
         ft = function_tool(guarded.tool_function(), needs_approval=guarded.needs_approval, **function_tool_options)
