@@ -12,11 +12,13 @@ type Freeze struct {
 	Reason     string
 	ByKind     string
 	ByName     string
+	ByVia      string
 	BreakerID  *string
 	StartedAt  time.Time
 	LiftedAt   *time.Time
 	LiftedKind *string
 	LiftedName *string
+	LiftedVia  *string
 	LiftReason *string
 	ReleasedAt *time.Time
 }

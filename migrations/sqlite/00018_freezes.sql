@@ -10,11 +10,13 @@ CREATE TABLE freezes (
     reason      text NOT NULL,
     by_kind     text NOT NULL CHECK (by_kind IN ('operator', 'system')),
     by_name     text NOT NULL,
+    by_via      text NOT NULL DEFAULT '',   -- how an operator started it: dashboard or api_key:<name>
     breaker_id  text,                        -- the breaker that tripped it, if one did
     started_at  datetime NOT NULL,
     lifted_at   datetime,
     lifted_kind text,
     lifted_name text,
+    lifted_via  text,
     lift_reason text,
     released_at datetime
 );

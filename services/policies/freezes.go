@@ -77,7 +77,7 @@ func freezeNotFound(id string) error {
 
 func toFreeze(m *models.Freeze) *record.Freeze {
 	f := &record.Freeze{ID: m.ID, Namespace: m.Namespace, Reason: m.Reason,
-		By: record.Actor{Kind: record.ActorKind(m.ByKind), Name: m.ByName}, BreakerID: m.BreakerID,
+		By: record.Actor{Kind: record.ActorKind(m.ByKind), Name: m.ByName, Via: m.ByVia}, BreakerID: m.BreakerID,
 		StartedAt: m.StartedAt.UTC(), LiftedAt: services.UTCPtr(m.LiftedAt), LiftReason: m.LiftReason}
 	_ = json.Unmarshal([]byte(m.Tools), &f.Tools)
 	if f.Tools == nil {
@@ -85,6 +85,9 @@ func toFreeze(m *models.Freeze) *record.Freeze {
 	}
 	if m.LiftedKind != nil && m.LiftedName != nil {
 		f.LiftedBy = &record.Actor{Kind: record.ActorKind(*m.LiftedKind), Name: *m.LiftedName}
+		if m.LiftedVia != nil {
+			f.LiftedBy.Via = *m.LiftedVia
+		}
 	}
 	return f
 }
@@ -179,7 +182,7 @@ func (s *Freezes) Start(ctx context.Context, pr services.Principal, in FreezeInp
 func (s *Freezes) insert(ctx context.Context, f *record.Freeze) error {
 	tools, _ := json.Marshal(f.Tools)
 	m := models.Freeze{ID: f.ID, Namespace: f.Namespace, Tools: string(tools), Reason: f.Reason, ByKind: string(f.By.Kind),
-		ByName: f.By.Name, BreakerID: f.BreakerID, StartedAt: f.StartedAt}
+		ByName: f.By.Name, ByVia: f.By.Via, BreakerID: f.BreakerID, StartedAt: f.StartedAt}
 	err := s.st.GormWriter().WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(&m).Error; err != nil {
 			return err
@@ -255,7 +258,7 @@ func (s *Freezes) Lift(ctx context.Context, pr services.Principal, id string, in
 	lifted := false
 	err = s.st.GormWriter().WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		res := tx.Model(&models.Freeze{}).Where("id = ? AND lifted_at IS NULL", id).Updates(map[string]any{
-			"lifted_at": now, "lifted_kind": string(by.Kind), "lifted_name": by.Name, "lift_reason": reason})
+			"lifted_at": now, "lifted_kind": string(by.Kind), "lifted_name": by.Name, "lifted_via": by.Via, "lift_reason": reason})
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error
 		}

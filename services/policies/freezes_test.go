@@ -101,6 +101,11 @@ func TestFreezeHoldsNewKeysFreezesOtherIntentsAndLiftLetsGo(t *testing.T) {
 		lifted := e.lift(t, f)
 		require.False(t, lifted.Active())
 		require.Equal(t, "provider is back", *lifted.LiftReason)
+		stored, err := e.fz.Get(ctx, e.reader, f.ID)
+		require.NoError(t, err)
+		require.Equal(t, f.By, stored.By, "who started it, and how, is read back as written")
+		require.Equal(t, lifted.LiftedBy, stored.LiftedBy)
+		require.Equal(t, "api_key:ops", stored.LiftedBy.Via)
 
 		a, err := e.l.Action(ctx, e.reader, held.Action.ID)
 		require.NoError(t, err)
