@@ -152,6 +152,25 @@ func TestDemoPopulatesTriage(t *testing.T) {
 		}
 		return true
 	}, 20*time.Second, 100*time.Millisecond, "lookup stories missing:\n%s", d.stdout.String())
+	// Limits across actions: the runaway refund loop stops at its
+	// customer's budget, and the mailer's breaker freezes email.send until
+	// the on-call lifts it, when the emails that waited go out.
+	brakes := []*regexp.Regexp{
+		regexp.MustCompile(`refund-bot\s+payments\.refund refund:\S+: denied by limit "refunds per customer" \(3000\.00 of 3000\.00 EUR used, 250\.00 more would exceed it\): nothing refunded; the loop stops after 12 refunds`),
+		regexp.MustCompile(`arbiter\s+breaker "mailer" tripped: \d+ of \d+ timed out in the last 30 s; email\.send is frozen`),
+		regexp.MustCompile(`support-oncall\s+lifted the freeze of email\.send`),
+		regexp.MustCompile(`(?s)lifted the freeze.*mail-bot\s+email\.send (email:\S+): the freeze is lifted: sent \(msg_\d+\)`),
+	}
+	require.Eventually(t, func() bool {
+		out = d.stdout.String()
+		for _, re := range brakes {
+			if !re.MatchString(out) {
+				return false
+			}
+		}
+		return true
+	}, 45*time.Second, 100*time.Millisecond, "budget and breaker stories missing:\n%s", d.stdout.String())
+	require.NotContains(t, out, "did not trip")
 	retried := lookups[2].FindStringSubmatch(out)[1]
 	require.Contains(t, out, retried+": CRASHED before the request reached the provider", "the retried refund is one the PSP never got")
 	require.FileExists(t, d.database)

@@ -45,6 +45,9 @@ func Prepare(ctx context.Context, st *services.Store) (*Setup, error) {
 	if err := demoPolicies(ctx, st); err != nil {
 		return nil, fmt.Errorf("demo: create the approval policy: %w", err)
 	}
+	if err := demoBrakes(ctx, st); err != nil {
+		return nil, fmt.Errorf("demo: create the budget and the breaker: %w", err)
+	}
 	return &Setup{Password: password, AdminKey: adminKey, keys: keys}, nil
 }
 
@@ -141,8 +144,11 @@ effect and the report (timed_out), a key reused with other params, a late
 result and a stale outcome. The workers look before they resend: a refund
 the PSP has is confirmed, one it never got is retried with its key, and what
 no lookup can tell (an email: the mailer cannot be searched) waits for you
-with the lookup's answer. Decide on them: the fleet's workers carry out
-retries and compensations. Ctrl-C stops the demo.
+with the lookup's answer. A refund loop runs into a customer's daily budget
+(the Limits page), and a mailer that stops answering trips a breaker that
+freezes email.send until the on-call person lifts it (the Freezes page).
+Decide on them: the fleet's workers carry out retries and compensations.
+Ctrl-C stops the demo.
 
 `, url, demoEmail, password, where, url, adminKey)
 }

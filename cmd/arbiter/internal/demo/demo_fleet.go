@@ -89,6 +89,7 @@ func (f *demoFleet) run(ctx context.Context) {
 	}
 	for _, incident := range []func(context.Context){
 		f.ordinaryWork, f.crashes, f.lookups, f.keyReused, f.lateResult, f.staleOutcome, f.compensation, f.approvals,
+		f.runawayLoop, f.flakyMailer,
 	} {
 		wg.Go(func() { incident(ctx) })
 	}
@@ -133,6 +134,7 @@ func (f *demoFleet) retried(who string, fn client.GuardFunc) client.GuardFunc {
 type (
 	refundParams struct {
 		Order       string `json:"order"`
+		Customer    string `json:"customer"`
 		AmountCents int    `json:"amount_cents"`
 		Currency    string `json:"currency"`
 	}
@@ -202,10 +204,12 @@ func (f *demoFleet) lookup(ctx context.Context, a client.Attempt) (any, string, 
 
 // Specs for the tools, keyed by the business identity of the action.
 
+// refundSpec refunds an order of its own customer (cust-<order>).
 func (f *demoFleet) refundSpec(order int64, cents int) client.GuardSpec {
 	o := fmt.Sprintf("order-%d", order)
 	return client.GuardSpec{Key: client.Key("refund", o), Tool: "payments.refund", Effect: client.EffectKeyed,
-		Params: refundParams{Order: o, AmountCents: cents, Currency: "EUR"}, Timeout: demoLease, Reference: o}
+		Params:  refundParams{Order: o, Customer: fmt.Sprintf("cust-%d", order), AmountCents: cents, Currency: "EUR"},
+		Timeout: demoLease, Reference: o}
 }
 
 func (f *demoFleet) chargeSpec(customer int64, plan string) client.GuardSpec {
