@@ -39,7 +39,7 @@ func demoBrakes(ctx context.Context, st *services.Store) error {
 			return err
 		}
 	}
-	breakers := policies.NewBreakers(st, nil)
+	breakers := policies.NewBreakers(st, policies.NewFreezes(st, policies.FreezesConfig{}))
 	bs, err := breakers.List(ctx, admin, "support")
 	if err != nil {
 		return err
