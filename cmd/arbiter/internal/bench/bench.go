@@ -34,6 +34,7 @@ type Cmd struct {
 	Mix         string        `default:"intent=70,outcome=20,heartbeat=5,replay=5" help:"Weights of new intents, succeeded outcomes for keys it started, heartbeats, and replays (intents on finished keys)."`
 	Rate        float64       `help:"Requests per second across all agents; 0 sends as fast as the server answers."`
 	Lease       int           `default:"300" help:"Lease of each intent, in seconds."`
+	Groups      int           `help:"Spread the new intents over this many business groups: their params carry \"customer\":\"c<k>\", k below this number, fixed by the key, for limits grouped by params.customer (0 leaves it out)."`
 	JSON        bool          `help:"Print the report as JSON."`
 
 	Sweep          int    `help:"Instead of loading a server: record this many intents with 1-second leases in --database-url through the ledger, in this process, and time one sweep timing them out."`
@@ -140,6 +141,8 @@ func (b *Cmd) runLoad(ctx context.Context, c Env) (*loadReport, error) {
 		return nil, errors.New("--duration must be positive")
 	case b.Lease < 1:
 		return nil, errors.New("--lease must be at least 1 second")
+	case b.Groups < 0:
+		return nil, errors.New("--groups must not be negative")
 	}
 	key := b.APIKey
 	if b.CreateKey {
@@ -151,7 +154,7 @@ func (b *Cmd) runLoad(ctx context.Context, c Env) (*loadReport, error) {
 		return nil, errors.New("need an agent key: --api-key (ARBITER_API_KEY), or --create-key with --database-url")
 	}
 	return runLoad(ctx, loadConfig{url: strings.TrimRight(b.URL, "/"), key: key, concurrency: b.Concurrency,
-		duration: b.Duration, batch: b.Batch, mix: m, rate: b.Rate, lease: b.Lease})
+		duration: b.Duration, batch: b.Batch, mix: m, rate: b.Rate, lease: b.Lease, groups: b.Groups})
 }
 
 // createKey makes an agent key for this run in the database the server uses.

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math"
 	mrand "math/rand/v2"
@@ -89,6 +90,7 @@ type loadConfig struct {
 	mix         mix
 	rate        float64 // requests per second in all; 0 is unpaced
 	lease       int
+	groups      int // business groups the intents' params spread over; 0: none
 }
 
 // latency summarises request durations in milliseconds.
@@ -301,7 +303,16 @@ func (a *agent) appendEntry(b []byte, e pendingEntry) []byte {
 	b = append(b, e.key...)
 	switch e.op {
 	case opIntent, opReplay:
-		b = append(b, `","type":"intent","tool":"bench.write","effect":"keyed","params":{"n":1},"timeout":`...)
+		b = append(b, `","type":"intent","tool":"bench.write","effect":"keyed","params":{"n":1`...)
+		if a.cfg.groups > 0 {
+			b = append(b, `,"customer":"c`...)
+			// From the key, so that a replay offers the same params.
+			h := fnv.New32a()
+			h.Write([]byte(e.key))
+			b = strconv.AppendUint(b, uint64(h.Sum32())%uint64(a.cfg.groups), 10)
+			b = append(b, '"')
+		}
+		b = append(b, `},"timeout":`...)
 		b = strconv.AppendInt(b, int64(a.cfg.lease), 10)
 		return append(b, '}')
 	case opOutcome:
