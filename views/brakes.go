@@ -22,6 +22,43 @@ type LimitUse struct {
 	Usage *policies.Usage
 }
 
+// LimitGroupView is one group of one limit: its use and the actions behind
+// it, newest first.
+type LimitGroupView struct {
+	Limit   *policies.Limit
+	Group   string
+	Used    float64
+	Charges []policies.GroupCharge
+}
+
+// limitGroupPath is the page of one group of a limit.
+func limitGroupPath(id, group string) string {
+	return "/limits/" + url.PathEscape(id) + "/group?" + url.Values{"group": {group}}.Encode()
+}
+
+// chargeText says whether a charge counts now, and why not.
+func chargeText(c policies.GroupCharge) string {
+	switch {
+	case c.Counts:
+		return "counts"
+	case c.Held:
+		return "held: counts once approved"
+	default:
+		return "stopped counting: " + string(c.Status)
+	}
+}
+
+// countingCharges is how many of cs count now.
+func countingCharges(cs []policies.GroupCharge) int {
+	n := 0
+	for _, c := range cs {
+		if c.Counts {
+			n++
+		}
+	}
+	return n
+}
+
 // FreezesView is the freezes page: the active freezes with a lift form
 // each, the form to start one, the last lifted ones, and the breakers with
 // what they count now.

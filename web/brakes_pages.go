@@ -46,6 +46,31 @@ func (h *brakePages) limitsPage(c echo.Context) error {
 	return render(c, http.StatusOK, views.Limits(h.pageFor(c, "Limits", "limits"), v, time.Now()))
 }
 
+// limitGroupPage shows one group of a limit with the actions behind its use.
+func (h *brakePages) limitGroupPage(c echo.Context) error {
+	ctx, pr := c.Request().Context(), principal(c)
+	id, group := c.Param("id"), c.QueryParam("group")
+	l, err := h.limits.Get(ctx, pr, id)
+	if err != nil {
+		return err
+	}
+	u, err := h.limits.Usage(ctx, pr, id, group)
+	if err != nil {
+		return err
+	}
+	cs, err := h.limits.GroupCharges(ctx, pr, id, group)
+	if err != nil {
+		return err
+	}
+	v := views.LimitGroupView{Limit: l, Group: group, Charges: cs}
+	for _, g := range u.Groups {
+		if g.Group == group { // "" asks for every group: pick the one named
+			v.Used = g.Used
+		}
+	}
+	return render(c, http.StatusOK, views.LimitGroup(h.pageFor(c, l.Name, "limits"), v, time.Now()))
+}
+
 func (h *brakePages) freezesPage(c echo.Context) error {
 	return h.renderFreezes(c, http.StatusOK, views.FreezesView{})
 }

@@ -115,4 +115,23 @@ func TestBrowserLimitBars(t *testing.T) {
 		tb.run(t, chromedp.FullScreenshot(&png, 100))
 		saveScreenshot(t, "limits.png", png)
 	}
+
+	// The actions behind a group: a failed refund stops counting, and the
+	// group's page says so beside the one that still counts.
+	d.entry(`{"key":"refund:2","type":"failed","attempt":1,"error":"card closed"}`)
+	var keys, counts []string
+	var groupUsed string
+	tb.run(t,
+		chromedp.Navigate(d.srv.URL+"/limits"),
+		chromedp.WaitVisible(testid("limit-bar"), chromedp.ByQuery),
+		chromedp.Click(`[data-testid="limit-group"]:nth-child(2) [data-testid="limit-group-name"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(testid("group-charges"), chromedp.ByQuery),
+		chromedp.Text(testid("group-used"), &groupUsed, chromedp.ByQuery),
+		chromedp.Evaluate(`[...document.querySelectorAll('[data-testid="charge-key"]')].map(e => e.textContent)`, &keys),
+		chromedp.Evaluate(`[...document.querySelectorAll('[data-testid="charge-counts"]')].map(e => e.textContent)`, &counts),
+	)
+	require.Equal(t, "120 of 500", strings.TrimSpace(groupUsed))
+	require.Equal(t, []string{"refund:2", "refund:1"}, keys, "newest first")
+	require.Equal(t, []string{"stopped counting: failed", "counts"}, counts)
+	tb.audit(t)
 }

@@ -202,6 +202,7 @@ func New(d Deps) *echo.Echo {
 	if d.Limits != nil && d.Freezes != nil && d.Breakers != nil {
 		brakes := &brakePages{dashboard: dash, limits: d.Limits, freezes: d.Freezes, breakers: d.Breakers}
 		e.GET("/limits", brakes.limitsPage, user...)
+		e.GET("/limits/:id/group", brakes.limitGroupPage, user...)
 		e.GET("/freezes", brakes.freezesPage, user...)
 		e.POST("/freezes", brakes.start, user...)
 		e.POST("/freezes/:id/lift", brakes.lift, user...)

@@ -167,6 +167,10 @@ type Executor interface {
 	// LimitUsage reads the groups of a limit with the most counted use at
 	// Now, at most Limit of them, or only Group when it is set.
 	LimitUsage(ctx context.Context, p *LimitUsageParams) ([]*LimitGroupUse, error)
+	// LimitGroupCharges reads one group's charges younger than Since with
+	// their actions, newest first, at most Limit of them: the actions
+	// behind its use, counting or not.
+	LimitGroupCharges(ctx context.Context, p *LimitUsageParams) ([]*LimitGroupCharge, error)
 
 	// BreakerCounts counts, per tool, the actions of a namespace whose
 	// first intent came at or after Since and that have an outcome or lost
@@ -463,6 +467,15 @@ type LimitUsageParams struct {
 	Since   time.Time
 	Group   string // only this group when set
 	Limit   int
+}
+
+// LimitGroupCharge is one charge of a group with its action.
+type LimitGroupCharge struct {
+	ActionID, Key, Tool string
+	Status              record.Status
+	Amount              float64
+	ChargedAt           time.Time
+	Held                bool
 }
 
 // LimitGroupUse is one group's counted use: the sum of its counting charges,

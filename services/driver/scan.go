@@ -255,3 +255,19 @@ func ScanToolOutcomes(rows *sql.Rows) ([]*ToolOutcomes, error) {
 	}
 	return out, rows.Err()
 }
+
+// ScanLimitGroupCharges reads LimitGroupCharges' rows: action id, key,
+// tool, status, amount, charged_at, held.
+func ScanLimitGroupCharges(rows *sql.Rows) ([]*LimitGroupCharge, error) {
+	defer rows.Close()
+	var out []*LimitGroupCharge
+	for rows.Next() {
+		var c LimitGroupCharge
+		if err := rows.Scan(&c.ActionID, &c.Key, &c.Tool, &c.Status, &c.Amount, &c.ChargedAt, &c.Held); err != nil {
+			return nil, err
+		}
+		c.ChargedAt = c.ChargedAt.UTC()
+		out = append(out, &c)
+	}
+	return out, rows.Err()
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -362,6 +363,49 @@ func (s *Limits) Usage(ctx context.Context, pr services.Principal, id, group str
 		u.Groups = append(u.Groups, GroupUsage{Group: g.Group, Used: g.Used, Actions: g.Actions, OldestAt: g.OldestAt})
 	}
 	return u, nil
+}
+
+// GroupCharges is the group's charges within the limit's window, newest
+// first and at most GroupChargeRows, each with its action and whether it
+// counts now: the actions behind the group's use.
+func (s *Limits) GroupCharges(ctx context.Context, pr services.Principal, id, group string) ([]GroupCharge, error) {
+	if err := services.CheckFilterText("group", group); err != nil {
+		return nil, err
+	}
+	l, err := s.get(ctx, pr, id)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := s.st.Executor().LimitGroupCharges(ctx, &driver.LimitUsageParams{LimitID: l.ID, Group: group,
+		Since: s.now().Add(-time.Duration(l.Window) * time.Second), Limit: GroupChargeRows})
+	if err != nil {
+		return nil, services.DBError("limits: group charges", err)
+	}
+	out := make([]GroupCharge, len(cs))
+	for i, c := range cs {
+		out[i] = GroupCharge{ActionID: c.ActionID, Key: c.Key, Tool: c.Tool, Status: c.Status, Amount: c.Amount,
+			ChargedAt: c.ChargedAt, Held: c.Held, Counts: chargeCounts(c.Status, c.Held)}
+	}
+	return out, nil
+}
+
+// GroupChargeRows is how many of a group's charges GroupCharges reads.
+const GroupChargeRows = 200
+
+// GroupCharge is one charge of a group: its action, and whether it counts
+// now (Held: it waits for people because it exceeded this limit).
+type GroupCharge struct {
+	ActionID, Key, Tool string
+	Status              record.Status
+	Amount              float64
+	ChargedAt           time.Time
+	Held, Counts        bool
+}
+
+// chargeCounts is the drivers' counting rule for a charge inside its
+// window (driver.LimitUncounted).
+func chargeCounts(st record.Status, held bool) bool {
+	return !slices.Contains(driver.LimitUncounted, st) && !(held && st == record.StatusAwaitingApproval)
 }
 
 // Limits says which enabled limits of its namespace a first intent is

@@ -190,6 +190,25 @@ func TestLimitCountingRules(t *testing.T) {
 		e.send(t, `{"key":"r2","type":"compensated","attempt":1,"external_ref":"rev_1"}`)
 		require.Equal(t, 20.0, e.used(t, l, "c"))
 		require.Equal(t, record.OutcomeProceed, e.refund(t, "r5", "c", 10).Outcome)
+
+		// The actions behind the group's use, newest first, each saying
+		// whether it counts by the same rule as the use.
+		cs, err := e.lim.GroupCharges(context.Background(), e.reader, l.ID, "c")
+		require.NoError(t, err)
+		counts, sum := map[string]bool{}, 0.0
+		var keys []string
+		for _, c := range cs {
+			keys, counts[c.Key] = append(keys, c.Key), c.Counts
+			if c.Counts {
+				sum += c.Amount
+			}
+		}
+		require.Equal(t, []string{"r5", "r4", "r3", "r2", "r1", "r0"}, keys)
+		require.Equal(t, map[string]bool{"r0": false, "r1": true, "r2": false, "r3": true, "r4": false, "r5": true}, counts)
+		require.Equal(t, e.used(t, l, "c"), sum)
+		cs, err = e.lim.GroupCharges(context.Background(), e.reader, l.ID, "nobody")
+		require.NoError(t, err)
+		require.Empty(t, cs)
 	})
 }
 

@@ -94,6 +94,17 @@ func (e *executor) LimitUsage(ctx context.Context, p *driver.LimitUsageParams) (
 	return out, rows.Err()
 }
 
+func (e *executor) LimitGroupCharges(ctx context.Context, p *driver.LimitUsageParams) ([]*driver.LimitGroupCharge, error) {
+	rows, err := e.q.QueryContext(ctx, `SELECT a.id, a.key, a.tool, a.status, c.amount, c.charged_at, c.held
+		FROM limit_charges c JOIN actions a ON a.id = c.action_id
+		WHERE c.limit_id = $1 AND c.group_key = $2 AND c.charged_at > $3
+		ORDER BY c.charged_at DESC, a.id DESC LIMIT $4`, p.LimitID, p.Group, p.Since.UTC(), p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("pgdriver: limit group charges: %w", err)
+	}
+	return driver.ScanLimitGroupCharges(rows)
+}
+
 // breakerCounts reads the recent actions of a namespace through its id
 // index: ids are UUIDv7, so those created at or after $2 sort at or above
 // the id $3 made of that time.
