@@ -131,8 +131,12 @@ func (h *freezesHandler) breakerVersions(c echo.Context) error {
 
 // boolQuery reads query parameter name as true or false; absent is false.
 func boolQuery(c echo.Context, name string) (bool, error) {
-	switch v := c.QueryParam(name); v {
-	case "", "false":
+	vs, given := c.QueryParams()[name]
+	if !given {
+		return false, nil
+	}
+	switch v := vs[0]; v {
+	case "false":
 		return false, nil
 	case "true":
 		return true, nil
