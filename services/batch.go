@@ -113,11 +113,16 @@ func (b *Batcher[T]) run() {
 type groupCommit struct {
 	l     *Ledger
 	queue Batcher[*groupItem]
+	// limited are new intents charged to limits: each group of them is
+	// judged and written in one transaction under its groups' locks
+	// (chargeNew).
+	limited Batcher[*groupItem]
 }
 
 func newGroupCommit(l *Ledger, c driver.Concurrency) *groupCommit {
 	g := &groupCommit{l: l}
 	g.queue = Batcher[*groupItem]{Max: maxGroup, Flushers: c.Flushers, Stuck: stuckAfter, Flush: g.flush}
+	g.limited = Batcher[*groupItem]{Max: maxGroup, Flushers: c.Flushers, Stuck: stuckAfter, Flush: g.flushLimited}
 	return g
 }
 
@@ -131,6 +136,8 @@ type groupItem struct {
 	pl plan
 	ch *driver.Change
 
+	// checks are a limited intent's limits as chargeNew judged them.
+	checks []record.LimitCheck
 	// Set by the flush.
 	res     EntryResult
 	written bool // ch was written: res holds the answer
@@ -141,6 +148,9 @@ type groupItem struct {
 func (g *groupCommit) submit(ctx context.Context, p Principal, in *EntryInput) (EntryResult, error) {
 	it := &groupItem{p: p, in: in, asked: g.l.ask(ctx, p, in)}
 	if !g.l.singleWriter {
+		if in.Type == record.TypeIntent && it.asked.limited() && !g.l.known.has(p.Namespace, in.Key) {
+			return g.submitLimited(ctx, it)
+		}
 		created := false
 		if in.Type == record.TypeIntent && !g.l.known.has(p.Namespace, in.Key) {
 			var err error

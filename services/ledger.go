@@ -238,8 +238,14 @@ func (l *Ledger) decideNew(ctx context.Context, it *groupItem, now time.Time) (b
 		return false, it.asked.limitErr
 	}
 	if it.asked.limited() {
-		return false, nil // charged under its groups' locks, by apply in a transaction
+		return false, nil // charged under its groups' locks, in a transaction (chargeNew, or apply)
 	}
+	return l.decideNewWith(ctx, it, now, nil)
+}
+
+// decideNewWith is decideNew for an intent judged against its limits'
+// checks (none: it matches no limit).
+func (l *Ledger) decideNewWith(ctx context.Context, it *groupItem, now time.Time, checks []record.LimitCheck) (bool, error) {
 	actor := actorOf(it.p, it.in)
 	req, err := l.requestAt(ctx, it.asked, it.p, it.in, now)
 	if err != nil {
@@ -249,7 +255,8 @@ func (l *Ledger) decideNew(ctx context.Context, it *groupItem, now time.Time) (b
 	if err != nil {
 		return false, err
 	}
-	pl := l.rules.transition(&step{now: now, ns: it.p.Namespace, in: it.in, actor: actor, approval: req, frozen: frozen})
+	pl := l.rules.transition(&step{now: now, ns: it.p.Namespace, in: it.in, actor: actor, approval: req, limits: checks,
+		frozen: frozen})
 	if pl.next == nil || pl.record == nil {
 		return false, nil
 	}

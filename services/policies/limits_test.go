@@ -384,5 +384,37 @@ func TestLimitHoldsUnderConcurrency(t *testing.T) {
 			require.Equal(t, map[record.Outcome]int{record.OutcomeProceed: 50, record.OutcomeDenied: 150}, count, "round %d", round)
 			require.Equal(t, 500.0, e.used(t, l, customer))
 		}
+
+		// Each key sent twice at once: a key that comes twice in one group
+		// of intents, or exists by the time its group is written, is
+		// decided on the stored action, and is charged once.
+		customer := "hot-twice"
+		outcomes := make([]record.Outcome, 400)
+		var wg sync.WaitGroup
+		for i := range outcomes {
+			wg.Go(func() {
+				res, err := e.l.Submit(context.Background(), e.agent, [][]byte{[]byte(fmt.Sprintf(
+					`{"key":"%s-%d","type":"intent","tool":"payments.refund","effect":"keyed","params":{"customer":%q,"amount":10}}`,
+					customer, i/2, customer))})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				outcomes[i] = res[0].Outcome
+			})
+		}
+		wg.Wait()
+		ran := 0
+		for k := range 200 {
+			a, b := outcomes[2*k], outcomes[2*k+1]
+			if a == record.OutcomeDenied || b == record.OutcomeDenied {
+				require.Equal(t, a, b, "key %d: one denied, so both", k)
+				continue
+			}
+			require.ElementsMatch(t, []record.Outcome{record.OutcomeProceed, record.OutcomeInProgress}, []record.Outcome{a, b}, "key %d", k)
+			ran++
+		}
+		require.Equal(t, 50, ran)
+		require.Equal(t, 500.0, e.used(t, l, customer))
 	})
 }

@@ -176,6 +176,7 @@ type (
 	otime    = pgtype.FlatArray[*time.Time]
 	bools    = pgtype.FlatArray[bool]
 	pgFloats = pgtype.FlatArray[float64]
+	int64s   = pgtype.FlatArray[int64]
 )
 
 func (e *executor) ActionInsertMany(ctx context.Context, chs []*driver.Change) ([]bool, error) {

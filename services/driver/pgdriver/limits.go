@@ -21,20 +21,21 @@ var limitUse = `SELECT w.i, coalesce(sum(c.amount), 0)
 	WHERE ` + counting("w.since") + `
 	GROUP BY w.i`
 
-// LimitUse takes each group's advisory lock, one statement each and in the
-// order given, then sums the groups' counted charges in one more: under
-// READ COMMITTED that statement's snapshot is taken after every lock is
-// held, so it sees each charge committed by whoever held a lock before.
+// LimitUse takes each group's advisory lock in one statement, in the order
+// given (a function scan of the array yields its elements in order), then
+// sums the groups' counted charges in one more: under READ COMMITTED that
+// statement's snapshot is taken after every lock is held, so it sees each
+// charge committed by whoever held a lock before.
 func (e *executor) LimitUse(ctx context.Context, ps []driver.LimitUseParams) ([]float64, error) {
 	if !e.inTx {
 		return nil, fmt.Errorf("pgdriver: limit use outside a transaction")
 	}
-	ids, groups, since := make(strs, len(ps)), make(strs, len(ps)), make(times, len(ps))
+	ids, groups, since, locks := make(strs, len(ps)), make(strs, len(ps)), make(times, len(ps)), make(int64s, len(ps))
 	for i, p := range ps {
-		if _, err := e.q.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, p.Lock); err != nil {
-			return nil, fmt.Errorf("pgdriver: lock limit group: %w", err)
-		}
-		ids[i], groups[i], since[i] = p.LimitID, p.Group, p.Since.UTC()
+		ids[i], groups[i], since[i], locks[i] = p.LimitID, p.Group, p.Since.UTC(), p.Lock
+	}
+	if _, err := e.q.ExecContext(ctx, `SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::bigint[]) AS t(k)`, locks); err != nil {
+		return nil, fmt.Errorf("pgdriver: lock limit groups: %w", err)
 	}
 	rows, err := e.q.QueryContext(ctx, limitUse, ids, groups, since)
 	if err != nil {

@@ -1,0 +1,181 @@
+package services
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/arbiter-ledger/arbiter/services/driver"
+	"github.com/arbiter-ledger/arbiter/services/record"
+)
+
+// New intents charged to limits, where writers run side by side: they wait
+// for a group as single entries do (groupCommit.limited), and each group is
+// judged and written in one transaction. It takes the locks of every
+// (limit, group) its intents are charged to in one order, reads their use
+// once, judges the intents one after another in key order, each against
+// the use so far plus what those before it in the group added, and writes
+// the actions and their charges in one statement each. A hot group thus
+// costs one lock, one read and one commit per flush, not per intent.
+
+// submitLimited records a new limited intent through a group.
+func (g *groupCommit) submitLimited(ctx context.Context, it *groupItem) (EntryResult, error) {
+	if it.asked.limitErr != nil {
+		return EntryResult{}, it.asked.limitErr
+	}
+	g.limited.Do(it)
+	switch {
+	case it.err != nil:
+		return EntryResult{}, it.err
+	case it.written:
+		return it.res, nil
+	}
+	return g.alone(ctx, it.p, it.in, it.asked) // the key exists, or came twice: decide on the stored action
+}
+
+// flushLimited writes a group of limited intents in one transaction.
+func (g *groupCommit) flushLimited(items []*groupItem) {
+	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
+	defer cancel()
+	g.l.observeGroup(len(items))
+	err := g.l.chargeNew(ctx, items)
+	for _, it := range items {
+		it.err = err
+		if err != nil {
+			it.written = false
+		}
+	}
+}
+
+// errKeysExisted means some keys of a group of limited intents existed
+// after all: the transaction is rolled back and the group judged again
+// without them, so that no intent is judged against a charge that was
+// never written.
+var errKeysExisted = errors.New("ledger: some keys of the group existed")
+
+// chargeTries bounds how often a group is judged again without the keys
+// that turned out to exist.
+const chargeTries = 3
+
+// chargeNew judges and writes items, new limited intents, in one
+// transaction; those it does not write (their keys existed, or came twice)
+// are left unwritten for the caller to decide on the stored action.
+func (l *Ledger) chargeNew(ctx context.Context, items []*groupItem) error {
+	todo := make([]*groupItem, 0, len(items))
+	seen := make(map[knownKey]bool, len(items))
+	for _, it := range items {
+		it.written = false
+		if k := (knownKey{it.p.Namespace, it.in.Key}); !seen[k] {
+			seen[k] = true
+			todo = append(todo, it)
+		}
+	}
+	slices.SortStableFunc(todo, func(a, b *groupItem) int {
+		return cmp.Or(strings.Compare(a.p.Namespace, b.p.Namespace), strings.Compare(a.in.Key, b.in.Key))
+	})
+	for try := 1; ; try++ {
+		var lost []*groupItem
+		err := l.inTxRetry(ctx, func(u *unit) error {
+			var err error
+			lost, err = l.chargeGroup(ctx, u, todo, try == chargeTries)
+			return err
+		})
+		if !errors.Is(err, errKeysExisted) {
+			return err
+		}
+		todo = slices.DeleteFunc(todo, func(it *groupItem) bool { return slices.Contains(lost, it) })
+	}
+}
+
+// chargeGroup is one try of chargeNew. It reports the items whose keys
+// existed; unless last, it then fails with errKeysExisted.
+func (l *Ledger) chargeGroup(ctx context.Context, u *unit, items []*groupItem, last bool) ([]*groupItem, error) {
+	now := l.now()
+	type groupKey struct{ limit, group string }
+	use := map[groupKey]float64{}
+	var ps []driver.LimitUseParams
+	for _, it := range items {
+		it.written, it.ch, it.checks = false, nil, nil
+		for _, m := range it.asked.limits {
+			k := groupKey{m.ID, m.Group}
+			if _, ok := use[k]; !ok {
+				use[k] = 0
+				ps = append(ps, driver.LimitUseParams{LimitID: m.ID, Group: m.Group, Since: now.Add(-m.Window),
+					Lock: groupLock(m.ID, m.Group)})
+			}
+		}
+	}
+	slices.SortFunc(ps, func(a, b driver.LimitUseParams) int {
+		return cmp.Or(cmp.Compare(a.Lock, b.Lock), cmp.Compare(a.LimitID, b.LimitID), cmp.Compare(a.Group, b.Group))
+	})
+	used, err := u.ex.LimitUse(ctx, ps)
+	if err != nil {
+		return nil, DBError("ledger: read limit use", err)
+	}
+	for i, p := range ps {
+		use[groupKey{p.LimitID, p.Group}] = used[i]
+	}
+	var decided []*groupItem
+	for _, it := range items {
+		checks := make([]record.LimitCheck, len(it.asked.limits))
+		for i, m := range it.asked.limits {
+			u := use[groupKey{m.ID, m.Group}]
+			checks[i] = record.LimitCheck{ID: m.ID, Name: m.Name, Version: m.Version, Group: m.Group, Amount: m.Amount,
+				Max: m.Max, Used: u, Over: m.Over, Mode: m.Mode, Error: m.Error, Approvals: m.Approvals,
+				Exceeded: m.Error != "" || u+m.Amount > m.Max}
+		}
+		created, err := l.decideNewWith(ctx, it, now, checks)
+		if err != nil {
+			return nil, err
+		}
+		if !created {
+			continue
+		}
+		it.checks = checks
+		decided = append(decided, it)
+		for _, c := range chargesOf(it.ch.Next, checks, now) {
+			if !slices.Contains(driver.LimitUncounted, it.ch.Next.Status) && !c.Held {
+				use[groupKey{c.LimitID, c.Group}] += c.Amount
+			}
+		}
+	}
+	if len(decided) == 0 {
+		return nil, nil
+	}
+	chs := make([]*driver.Change, len(decided))
+	for i, it := range decided {
+		chs[i] = it.ch
+	}
+	written, err := l.write(ctx, u, chs)
+	if err != nil {
+		return nil, err
+	}
+	var lost []*groupItem
+	var charges []driver.LimitCharge
+	for i, it := range decided {
+		if !written[i] {
+			lost = append(lost, it)
+			continue
+		}
+		charges = append(charges, chargesOf(it.ch.Next, it.checks, now)...)
+	}
+	if len(lost) > 0 && !last {
+		return lost, errKeysExisted
+	}
+	// On the last try the intents after a lost one were judged with its
+	// charge: they may be refused a little early, never let over max.
+	if err := u.ex.LimitChargeInsert(ctx, charges); err != nil {
+		return nil, DBError("ledger: record limit charges", err)
+	}
+	l.known.mu.Lock()
+	defer l.known.mu.Unlock()
+	for i, it := range decided {
+		if written[i] {
+			it.res, it.written = answerWith(it.in, it.pl, it.ch), true
+			l.known.addLocked(it.p.Namespace, it.in.Key)
+		}
+	}
+	return lost, nil
+}
