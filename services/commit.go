@@ -93,6 +93,17 @@ func (l *Ledger) stored(prev, next *record.Action, now time.Time) *record.Action
 // existing ones, not both. It reports which were written; the others lost a
 // race (the key exists, or the action changed since it was read).
 func (l *Ledger) write(ctx context.Context, u *unit, chs []*driver.Change) ([]bool, error) {
+	if !u.tx && chs[0].Prev != nil && mayFlip(chs) {
+		// A charge may start or stop counting: its group's kept use
+		// changes with the action, in one transaction.
+		var written []bool
+		err := l.inTxRetry(ctx, func(u *unit) error {
+			var err error
+			written, err = l.write(ctx, u, chs)
+			return err
+		})
+		return written, err
+	}
 	var (
 		written []bool
 		err     error
@@ -104,6 +115,13 @@ func (l *Ledger) write(ctx context.Context, u *unit, chs []*driver.Change) ([]bo
 	}
 	if err != nil {
 		return nil, DBError("ledger: write", err)
+	}
+	if chs[0].Prev != nil {
+		if fs := driver.Flips(chs, written); len(fs) > 0 {
+			if err := u.ex.LimitFlipsApply(ctx, fs); err != nil {
+				return nil, DBError("ledger: count limit charges", err)
+			}
+		}
 	}
 	for i, ch := range chs {
 		if written[i] && len(ch.Alerts) > 0 {
@@ -120,6 +138,17 @@ func (l *Ledger) write(ctx context.Context, u *unit, chs []*driver.Change) ([]bo
 		l.observeReconciliation(chs, written)
 	}
 	return written, nil
+}
+
+// mayFlip reports whether a change among chs may make a charge of its
+// action start or stop counting.
+func mayFlip(chs []*driver.Change) bool {
+	for _, ch := range chs {
+		if len(ch.Prev.Limits) > 0 && driver.MayFlip(ch.Prev.Status, ch.Next.Status) {
+			return true
+		}
+	}
+	return false
 }
 
 // inTx runs fn in one write transaction and wakes the dispatcher after the

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strings"
 	"time"
@@ -62,15 +61,6 @@ func (l *Ledger) limitsFor(ctx context.Context, a *asked, p Principal, in *Entry
 // write: it must then be decided in a transaction.
 func (a *asked) limited() bool { return a != nil && len(a.limits) > 0 }
 
-// groupLock is the advisory lock of one group of one limit.
-func groupLock(limitID, group string) int64 {
-	h := fnv.New64a()
-	h.Write([]byte(limitID))
-	h.Write([]byte{0})
-	h.Write([]byte(group))
-	return int64(h.Sum64())
-}
-
 // checkLimits reads each matched group's counted use under its lock and
 // judges the intent against it. The locks are taken in one order, so two
 // intents of the same groups never wait for each other in a circle.
@@ -79,7 +69,8 @@ func (l *Ledger) checkLimits(ctx context.Context, u *unit, ms []LimitMatch, now 
 	ps := make([]driver.LimitUseParams, len(ms))
 	for i, m := range ms {
 		order[i] = i
-		ps[i] = driver.LimitUseParams{LimitID: m.ID, Group: m.Group, Since: now.Add(-m.Window), Lock: groupLock(m.ID, m.Group)}
+		ps[i] = driver.LimitUseParams{LimitID: m.ID, Group: m.Group, Since: now.Add(-m.Window), Window: m.Window,
+			Lock: driver.GroupLock(m.ID, m.Group)}
 	}
 	slices.SortFunc(order, func(a, b int) int {
 		return cmp.Or(cmp.Compare(ps[a].Lock, ps[b].Lock), cmp.Compare(ps[a].LimitID, ps[b].LimitID),
@@ -109,8 +100,9 @@ func (l *Ledger) checkLimits(ctx context.Context, u *unit, ms []LimitMatch, now 
 func chargesOf(a *record.Action, checks []record.LimitCheck, now time.Time) []driver.LimitCharge {
 	cs := make([]driver.LimitCharge, len(checks))
 	for i, c := range checks {
+		held := c.Holds() && a.Status == record.StatusAwaitingApproval
 		cs[i] = driver.LimitCharge{LimitID: c.ID, Group: c.Group, ActionID: a.ID, Amount: c.Amount, ChargedAt: now,
-			Held: c.Holds() && a.Status == record.StatusAwaitingApproval}
+			Held: held, Counts: driver.ChargeCounts(a.Status, held)}
 	}
 	return cs
 }

@@ -103,7 +103,7 @@ func (l *Ledger) chargeGroup(ctx context.Context, u *unit, items []*groupItem, l
 			if _, ok := use[k]; !ok {
 				use[k] = 0
 				ps = append(ps, driver.LimitUseParams{LimitID: m.ID, Group: m.Group, Since: now.Add(-m.Window),
-					Lock: groupLock(m.ID, m.Group)})
+					Window: m.Window, Lock: driver.GroupLock(m.ID, m.Group)})
 			}
 		}
 	}
@@ -136,7 +136,7 @@ func (l *Ledger) chargeGroup(ctx context.Context, u *unit, items []*groupItem, l
 		it.checks = checks
 		decided = append(decided, it)
 		for _, c := range chargesOf(it.ch.Next, checks, now) {
-			if !slices.Contains(driver.LimitUncounted, it.ch.Next.Status) && !c.Held {
+			if c.Counts {
 				use[groupKey{c.LimitID, c.Group}] += c.Amount
 			}
 		}

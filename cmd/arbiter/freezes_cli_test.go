@@ -43,7 +43,7 @@ func TestFreezeCLI(t *testing.T) {
 	require.Len(t, lines, 2)
 	require.Regexp(t, `^ID\s+NAMESPACE\s+TOOLS\s+REASON\s+BY\s+STARTED\s+LIFTED$`, lines[0])
 	require.Regexp(t, `^`+id+`\s+payments\s+payments\.\*\s+refund provider double-charging\s+oncall@example\.com\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\s+-$`, lines[1])
-	require.Regexp(t, `(?m)^BY\s+oncall@example\.com$`, reader("freeze", "show", id).ok(t))
+	require.Regexp(t, `(?m)^BY\s+oncall@example\.com \(api_key:on-call\)$`, reader("freeze", "show", id).ok(t), "who, and how")
 
 	require.Contains(t, reader("freeze", "lift", id, "--reason", "x").fails(t), "forbidden")
 	require.Regexp(t, `^lifted freeze `+id+` of payments\.\* in payments after \d+s: provider fixed\n$`,
@@ -57,7 +57,7 @@ func TestFreezeCLI(t *testing.T) {
 	require.Len(t, lines, 2)
 	require.Regexp(t, `\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`, lines[1])
 	show := reader("freeze", "show", id).ok(t)
-	require.Regexp(t, `(?m)^LIFTED BY\s+oncall@example\.com$`, show)
+	require.Regexp(t, `(?m)^LIFTED BY\s+oncall@example\.com \(api_key:on-call\)$`, show)
 	require.Regexp(t, `(?m)^LIFT REASON\s+provider fixed$`, show)
 }
 

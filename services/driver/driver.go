@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"slices"
 	"time"
 
 	"github.com/pressly/goose/v3/lock"
@@ -164,6 +165,12 @@ type Executor interface {
 	// LimitChargeInsert records charges, in the transaction that creates
 	// their actions.
 	LimitChargeInsert(ctx context.Context, cs []LimitCharge) error
+	// LimitFlipsApply keeps the groups' use right after actions changed
+	// status (MayFlip): each charge of theirs that starts or stops
+	// counting, and is still inside what its group keeps, adds or takes
+	// its amount, under the groups' locks. Call it in the transaction
+	// that changed them.
+	LimitFlipsApply(ctx context.Context, fs []LimitFlip) error
 	// LimitUsage reads the groups of a limit with the most counted use at
 	// Now, at most Limit of them, or only Group when it is set.
 	LimitUsage(ctx context.Context, p *LimitUsageParams) ([]*LimitGroupUse, error)
@@ -448,6 +455,9 @@ var LimitUncounted = []record.Status{record.StatusDenied, record.StatusFailed, r
 type LimitUseParams struct {
 	LimitID, Group string
 	Since          time.Time
+	// Window is the limit's window now: a group's kept use is summed
+	// again from its charges when the window changed.
+	Window time.Duration
 	// Lock is the group's lock on PostgreSQL (a hash of the limit and the
 	// group; two groups sharing one only wait for each other).
 	Lock int64
@@ -459,6 +469,30 @@ type LimitCharge struct {
 	Amount                   float64
 	ChargedAt                time.Time
 	Held                     bool
+	// Counts says the charge counts as written (its new action's status
+	// and Held, ChargeCounts): its group's kept use grows by Amount.
+	Counts bool
+}
+
+// ChargeCounts is whether a charge inside its window counts while its
+// action has status st: not when the action did not happen or was undone
+// (LimitUncounted), nor while it waits for people because it exceeded this
+// limit (held).
+func ChargeCounts(st record.Status, held bool) bool {
+	return !slices.Contains(LimitUncounted, st) && !(held && st == record.StatusAwaitingApproval)
+}
+
+// LimitFlip is a change of an action's status that may change whether its
+// charges count.
+type LimitFlip struct {
+	ActionID string
+	From, To record.Status
+}
+
+// MayFlip reports whether a change from one status to another can change
+// whether a charge counts.
+func MayFlip(from, to record.Status) bool {
+	return from != to && (ChargeCounts(from, true) != ChargeCounts(to, true) || ChargeCounts(from, false) != ChargeCounts(to, false))
 }
 
 // LimitUsageParams asks for a limit's use at Now over its window.

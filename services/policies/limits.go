@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -384,7 +383,7 @@ func (s *Limits) GroupCharges(ctx context.Context, pr services.Principal, id, gr
 	out := make([]GroupCharge, len(cs))
 	for i, c := range cs {
 		out[i] = GroupCharge{ActionID: c.ActionID, Key: c.Key, Tool: c.Tool, Status: c.Status, Amount: c.Amount,
-			ChargedAt: c.ChargedAt, Held: c.Held, Counts: chargeCounts(c.Status, c.Held)}
+			ChargedAt: c.ChargedAt, Held: c.Held, Counts: driver.ChargeCounts(c.Status, c.Held)}
 	}
 	return out, nil
 }
@@ -400,12 +399,6 @@ type GroupCharge struct {
 	Amount              float64
 	ChargedAt           time.Time
 	Held, Counts        bool
-}
-
-// chargeCounts is the drivers' counting rule for a charge inside its
-// window (driver.LimitUncounted).
-func chargeCounts(st record.Status, held bool) bool {
-	return !slices.Contains(driver.LimitUncounted, st) && !(held && st == record.StatusAwaitingApproval)
 }
 
 // Limits says which enabled limits of its namespace a first intent is

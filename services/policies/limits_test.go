@@ -12,6 +12,7 @@ import (
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/accounts"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
+	"github.com/arbiter-ledger/arbiter/services/driver"
 	"github.com/arbiter-ledger/arbiter/services/policies"
 	"github.com/arbiter-ledger/arbiter/services/record"
 )
@@ -100,15 +101,34 @@ func (e *limitEnv) decide(t *testing.T, id string, d record.Decision) {
 	require.NoError(t, err)
 }
 
+// used is the group's counted use, as the usage API sums it from the
+// charges; the use the ledger keeps for judging intents must agree.
 func (e *limitEnv) used(t *testing.T, l *policies.Limit, group string) float64 {
 	t.Helper()
 	u, err := e.lim.Usage(context.Background(), e.reader, l.ID, group)
 	require.NoError(t, err)
-	if len(u.Groups) == 0 {
-		return 0
+	summed := 0.0
+	if len(u.Groups) > 0 {
+		require.Len(t, u.Groups, 1)
+		summed = u.Groups[0].Used
 	}
-	require.Len(t, u.Groups, 1)
-	return u.Groups[0].Used
+	require.InDelta(t, summed, e.kept(t, l, group), 1e-9, "the kept use of group %q differs from its charges' sum", group)
+	return summed
+}
+
+// kept is the group's use as the ledger keeps it (limit_groups), read as
+// an intent would be judged now, in a transaction rolled back after.
+func (e *limitEnv) kept(t *testing.T, l *policies.Limit, group string) float64 {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := e.st.Driver().Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback()
+	w := time.Duration(l.Window) * time.Second
+	used, err := tx.LimitUse(ctx, []driver.LimitUseParams{{LimitID: l.ID, Group: group, Since: e.clock.Now().Add(-w),
+		Window: w, Lock: driver.GroupLock(l.ID, group)}})
+	require.NoError(t, err)
+	return used[0]
 }
 
 func perCustomer(over string, max float64) policies.LimitInput {

@@ -3,6 +3,7 @@ package pgdriver
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/arbiter-ledger/arbiter/services/driver"
 )
@@ -14,35 +15,91 @@ func counting(since string) string {
 		AND NOT (c.held AND a.status = 'awaiting_approval')`
 }
 
-var limitUse = `SELECT w.i, coalesce(sum(c.amount), 0)
-	FROM unnest($1::uuid[], $2::text[], $3::timestamptz[]) WITH ORDINALITY AS w(limit_id, grp, since, i)
-	JOIN limit_charges c ON c.limit_id = w.limit_id AND c.group_key = w.grp
-	JOIN actions a ON a.id = c.action_id
-	WHERE ` + counting("w.since") + `
-	GROUP BY w.i`
+// countingNow is the condition of a charge c that counts with its action
+// a's status now, whatever its age.
+var countingNow = `a.status NOT IN (` + driver.LiteralList(driver.LimitUncounted) + `)
+	AND NOT (c.held AND a.status = 'awaiting_approval')`
 
-// LimitUse takes each group's advisory lock in one statement, in the order
-// given (a function scan of the array yields its elements in order), then
-// sums the groups' counted charges in one more: under READ COMMITTED that
-// statement's snapshot is taken after every lock is held, so it sees each
-// charge committed by whoever held a lock before.
+// LimitUse answers the groups' kept use (driver.KeptUse).
 func (e *executor) LimitUse(ctx context.Context, ps []driver.LimitUseParams) ([]float64, error) {
 	if !e.inTx {
 		return nil, fmt.Errorf("pgdriver: limit use outside a transaction")
 	}
-	ids, groups, since, locks := make(strs, len(ps)), make(strs, len(ps)), make(times, len(ps)), make(int64s, len(ps))
-	for i, p := range ps {
-		ids[i], groups[i], since[i], locks[i] = p.LimitID, p.Group, p.Since.UTC(), p.Lock
+	return driver.KeptUse(ctx, groupStore{e}, ps)
+}
+
+// LimitFlipsApply keeps the groups' use right (driver.ApplyFlips).
+func (e *executor) LimitFlipsApply(ctx context.Context, fs []driver.LimitFlip) error {
+	if !e.inTx {
+		return fmt.Errorf("pgdriver: limit flips outside a transaction")
 	}
-	if _, err := e.q.ExecContext(ctx, `SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::bigint[]) AS t(k)`, locks); err != nil {
-		return nil, fmt.Errorf("pgdriver: lock limit groups: %w", err)
+	return driver.ApplyFlips(ctx, groupStore{e}, fs)
+}
+
+// groupStore is limit_groups on PostgreSQL: each step one statement for
+// every group at once.
+type groupStore struct{ e *executor }
+
+// LockGroups takes the advisory locks in one statement, in the order
+// given: a function scan of the array yields its elements in order. Under
+// READ COMMITTED the statements after it see what whoever held a lock
+// before committed.
+func (s groupStore) LockGroups(ctx context.Context, locks []int64) error {
+	if _, err := s.e.q.ExecContext(ctx, `SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::bigint[]) AS t(k)`,
+		int64s(locks)); err != nil {
+		return fmt.Errorf("pgdriver: lock limit groups: %w", err)
 	}
-	rows, err := e.q.QueryContext(ctx, limitUse, ids, groups, since)
+	return nil
+}
+
+func groupArrays(keys []driver.GroupKey) (strs, strs) {
+	ids, groups := make(strs, len(keys)), make(strs, len(keys))
+	for i, k := range keys {
+		ids[i], groups[i] = k.LimitID, k.Group
+	}
+	return ids, groups
+}
+
+func (s groupStore) Groups(ctx context.Context, keys []driver.GroupKey) ([]driver.GroupState, error) {
+	ids, groups := groupArrays(keys)
+	rows, err := s.e.q.QueryContext(ctx, `SELECT w.i, g.used, g.aged_to, g.window_seconds
+		FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY AS w(limit_id, grp, i)
+		JOIN limit_groups g ON g.limit_id = w.limit_id AND g.group_key = w.grp`, ids, groups)
 	if err != nil {
-		return nil, fmt.Errorf("pgdriver: limit use: %w", err)
+		return nil, fmt.Errorf("pgdriver: read limit groups: %w", err)
 	}
 	defer rows.Close()
-	used := make([]float64, len(ps))
+	out := make([]driver.GroupState, len(keys))
+	for rows.Next() {
+		var i, window int
+		var st driver.GroupState
+		if err := rows.Scan(&i, &st.Used, &st.AgedTo, &window); err != nil {
+			return nil, err
+		}
+		st.Found, st.AgedTo, st.Window = true, st.AgedTo.UTC(), time.Duration(window)*time.Second
+		out[i-1] = st
+	}
+	return out, rows.Err()
+}
+
+func (s groupStore) SumCounting(ctx context.Context, keys []driver.GroupKey, from []time.Time, to []*time.Time) ([]float64, error) {
+	ids, groups := groupArrays(keys)
+	froms, tos := make(times, len(keys)), make(otime, len(keys))
+	for i := range keys {
+		froms[i], tos[i] = from[i].UTC(), utcPtr(to[i])
+	}
+	rows, err := s.e.q.QueryContext(ctx, `SELECT w.i, coalesce(sum(c.amount), 0)
+		FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::timestamptz[]) WITH ORDINALITY AS w(limit_id, grp, since, until, i)
+		JOIN limit_charges c ON c.limit_id = w.limit_id AND c.group_key = w.grp AND c.charged_at > w.since
+			AND (w.until IS NULL OR c.charged_at <= w.until)
+		JOIN actions a ON a.id = c.action_id
+		WHERE `+countingNow+`
+		GROUP BY w.i`, ids, groups, froms, tos)
+	if err != nil {
+		return nil, fmt.Errorf("pgdriver: sum limit charges: %w", err)
+	}
+	defer rows.Close()
+	used := make([]float64, len(keys))
 	for rows.Next() {
 		var i int
 		var u float64
@@ -54,6 +111,50 @@ func (e *executor) LimitUse(ctx context.Context, ps []driver.LimitUseParams) ([]
 	return used, rows.Err()
 }
 
+func (s groupStore) SaveGroups(ctx context.Context, keys []driver.GroupKey, states []driver.GroupState) error {
+	ids, groups := groupArrays(keys)
+	used, aged, windows := make(pgFloats, len(keys)), make(times, len(keys)), make(ints, len(keys))
+	for i, st := range states {
+		used[i], aged[i], windows[i] = st.Used, st.AgedTo.UTC(), int(st.Window/time.Second)
+	}
+	_, err := s.e.q.ExecContext(ctx, `INSERT INTO limit_groups (limit_id, group_key, used, aged_to, window_seconds)
+		SELECT * FROM unnest($1::uuid[], $2::text[], $3::float8[], $4::timestamptz[], $5::int[])
+		ON CONFLICT (limit_id, group_key) DO UPDATE
+		SET used = excluded.used, aged_to = excluded.aged_to, window_seconds = excluded.window_seconds`,
+		ids, groups, used, aged, windows)
+	if err != nil {
+		return fmt.Errorf("pgdriver: write limit groups: %w", err)
+	}
+	return nil
+}
+
+func (s groupStore) ChargesOf(ctx context.Context, actionIDs []string) ([]driver.LimitCharge, error) {
+	rows, err := s.e.q.QueryContext(ctx, `SELECT limit_id, group_key, action_id, amount, charged_at, held
+		FROM limit_charges WHERE action_id = ANY($1::uuid[])`, strs(actionIDs))
+	if err != nil {
+		return nil, fmt.Errorf("pgdriver: read charges: %w", err)
+	}
+	defer rows.Close()
+	var out []driver.LimitCharge
+	for rows.Next() {
+		var c driver.LimitCharge
+		if err := rows.Scan(&c.LimitID, &c.Group, &c.ActionID, &c.Amount, &c.ChargedAt, &c.Held); err != nil {
+			return nil, err
+		}
+		c.ChargedAt = c.ChargedAt.UTC()
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
 func (e *executor) LimitChargeInsert(ctx context.Context, cs []driver.LimitCharge) error {
 	if len(cs) == 0 {
 		return nil
@@ -63,9 +164,23 @@ func (e *executor) LimitChargeInsert(ctx context.Context, cs []driver.LimitCharg
 	for i, c := range cs {
 		ids[i], groups[i], actions[i], amounts[i], at[i], held[i] = c.LimitID, c.Group, c.ActionID, c.Amount, c.ChargedAt.UTC(), c.Held
 	}
-	_, err := e.q.ExecContext(ctx, `INSERT INTO limit_charges (limit_id, group_key, action_id, amount, charged_at, held)
-		SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::float8[], $5::timestamptz[], $6::bool[])`,
-		ids, groups, actions, amounts, at, held)
+	counts := make(bools, len(cs))
+	for i, c := range cs {
+		counts[i] = c.Counts
+	}
+	// The charges, and what those that count add to their groups' kept
+	// use: the groups' rows exist, read under their locks by LimitUse in
+	// this transaction.
+	_, err := e.q.ExecContext(ctx, `WITH c AS (
+		INSERT INTO limit_charges (limit_id, group_key, action_id, amount, charged_at, held)
+		SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::float8[], $5::timestamptz[], $6::bool[])
+	)
+	UPDATE limit_groups g SET used = g.used + d.amount
+	FROM (SELECT limit_id, grp, sum(amount) AS amount
+		FROM unnest($1::uuid[], $2::text[], $4::float8[], $7::bool[]) AS x(limit_id, grp, amount, counts)
+		WHERE counts GROUP BY limit_id, grp) d
+	WHERE g.limit_id = d.limit_id AND g.group_key = d.grp`,
+		ids, groups, actions, amounts, at, held, counts)
 	if err != nil {
 		return fmt.Errorf("pgdriver: record limit charges: %w", err)
 	}

@@ -2,6 +2,8 @@ package sqlitedriver
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,20 +16,99 @@ import (
 var counting = `c.charged_at > ? AND a.status NOT IN (` + driver.LiteralList(driver.LimitUncounted) + `)
 	AND NOT (c.held AND a.status = 'awaiting_approval')`
 
-// LimitUse sums each group's counted charges on the writer: the single
-// writer decides one charge at a time, so it needs no lock of its own, and
-// it sees the charges its own transaction wrote.
+// countingNow is the condition of a charge c that counts with its action
+// a's status now, whatever its age.
+var countingNow = `a.status NOT IN (` + driver.LiteralList(driver.LimitUncounted) + `)
+	AND NOT (c.held AND a.status = 'awaiting_approval')`
+
+// LimitUse answers the groups' kept use (driver.KeptUse) on the writer:
+// the single writer decides one charge at a time, so it needs no lock of
+// its own, and it sees what its own transaction wrote.
 func (e *executor) LimitUse(ctx context.Context, ps []driver.LimitUseParams) ([]float64, error) {
-	used := make([]float64, len(ps))
-	for i, p := range ps {
-		err := e.w.QueryRowContext(ctx, `SELECT coalesce(sum(c.amount), 0) FROM limit_charges c
-			JOIN actions a ON a.id = c.action_id
-			WHERE c.limit_id = ? AND c.group_key = ? AND `+counting, p.LimitID, p.Group, p.Since.UTC()).Scan(&used[i])
+	return driver.KeptUse(ctx, groupStore{e.w}, ps)
+}
+
+// LimitFlipsApply keeps the groups' use right (driver.ApplyFlips).
+func (e *executor) LimitFlipsApply(ctx context.Context, fs []driver.LimitFlip) error {
+	return driver.ApplyFlips(ctx, groupStore{e.w}, fs)
+}
+
+// groupStore is limit_groups on SQLite, one statement per group.
+type groupStore struct{ w querier }
+
+func (groupStore) LockGroups(context.Context, []int64) error { return nil }
+
+func (s groupStore) Groups(ctx context.Context, keys []driver.GroupKey) ([]driver.GroupState, error) {
+	out := make([]driver.GroupState, len(keys))
+	for i, k := range keys {
+		var window int
+		var aged time.Time
+		err := s.w.QueryRowContext(ctx, `SELECT used, aged_to, window_seconds FROM limit_groups
+			WHERE limit_id = ? AND group_key = ?`, k.LimitID, k.Group).Scan(&out[i].Used, &aged, &window)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
 		if err != nil {
-			return nil, fmt.Errorf("sqlitedriver: limit use: %w", err)
+			return nil, fmt.Errorf("sqlitedriver: read limit group: %w", err)
+		}
+		out[i].Found, out[i].AgedTo, out[i].Window = true, aged.UTC(), time.Duration(window)*time.Second
+	}
+	return out, nil
+}
+
+func (s groupStore) SumCounting(ctx context.Context, keys []driver.GroupKey, from []time.Time, to []*time.Time) ([]float64, error) {
+	used := make([]float64, len(keys))
+	for i, k := range keys {
+		var until any
+		if to[i] != nil {
+			until = to[i].UTC()
+		}
+		err := s.w.QueryRowContext(ctx, `SELECT coalesce(sum(c.amount), 0) FROM limit_charges c
+			JOIN actions a ON a.id = c.action_id
+			WHERE c.limit_id = ? AND c.group_key = ? AND c.charged_at > ? AND (? IS NULL OR c.charged_at <= ?) AND `+countingNow,
+			k.LimitID, k.Group, from[i].UTC(), until, until).Scan(&used[i])
+		if err != nil {
+			return nil, fmt.Errorf("sqlitedriver: sum limit charges: %w", err)
 		}
 	}
 	return used, nil
+}
+
+func (s groupStore) SaveGroups(ctx context.Context, keys []driver.GroupKey, states []driver.GroupState) error {
+	for i, k := range keys {
+		st := states[i]
+		if _, err := s.w.ExecContext(ctx, `INSERT INTO limit_groups (limit_id, group_key, used, aged_to, window_seconds)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT (limit_id, group_key) DO UPDATE
+			SET used = excluded.used, aged_to = excluded.aged_to, window_seconds = excluded.window_seconds`,
+			k.LimitID, k.Group, st.Used, st.AgedTo.UTC(), int(st.Window/time.Second)); err != nil {
+			return fmt.Errorf("sqlitedriver: write limit group: %w", err)
+		}
+	}
+	return nil
+}
+
+func (s groupStore) ChargesOf(ctx context.Context, actionIDs []string) ([]driver.LimitCharge, error) {
+	var out []driver.LimitCharge
+	for _, id := range actionIDs {
+		rows, err := s.w.QueryContext(ctx, `SELECT limit_id, group_key, action_id, amount, charged_at, held
+			FROM limit_charges WHERE action_id = ?`, id)
+		if err != nil {
+			return nil, fmt.Errorf("sqlitedriver: read charges: %w", err)
+		}
+		for rows.Next() {
+			var c driver.LimitCharge
+			if err := rows.Scan(&c.LimitID, &c.Group, &c.ActionID, &c.Amount, &c.ChargedAt, &c.Held); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			c.ChargedAt = c.ChargedAt.UTC()
+			out = append(out, c)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func (e *executor) LimitChargeInsert(ctx context.Context, cs []driver.LimitCharge) error {
@@ -45,6 +126,17 @@ func (e *executor) LimitChargeInsert(ctx context.Context, cs []driver.LimitCharg
 	}
 	if _, err := e.w.ExecContext(ctx, q, args...); err != nil {
 		return fmt.Errorf("sqlitedriver: record limit charges: %w", err)
+	}
+	// What the charges that count add to their groups' kept use: the
+	// groups' rows exist, read by LimitUse in this transaction.
+	for _, c := range cs {
+		if !c.Counts {
+			continue
+		}
+		if _, err := e.w.ExecContext(ctx, `UPDATE limit_groups SET used = used + ? WHERE limit_id = ? AND group_key = ?`,
+			c.Amount, c.LimitID, c.Group); err != nil {
+			return fmt.Errorf("sqlitedriver: add charge to its group: %w", err)
+		}
 	}
 	return nil
 }

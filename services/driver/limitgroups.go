@@ -1,0 +1,216 @@
+package driver
+
+import (
+	"cmp"
+	"context"
+	"hash/fnv"
+	"slices"
+	"time"
+)
+
+// Each (limit, group) keeps its counted use in a row of its own
+// (limit_groups), so that judging an intent reads one row instead of
+// summing every charge of the group's window. Used is the sum of the
+// group's counting charges charged after AgedTo. It changes:
+//   - by a new charge that counts (LimitChargeInsert adds it);
+//   - by a change of an action's status that makes a charge start or stop
+//     counting (LimitFlipsApply), if the charge is after AgedTo;
+//   - by the window sliding: when the group is read for an intent (KeptUse),
+//     the charges that left the window since AgedTo and still count are
+//     taken off, and AgedTo moves to the window's start.
+// Every one of these holds the group's lock (on PostgreSQL an advisory
+// lock; SQLite has one writer), so they apply one at a time. A row that is
+// missing, was kept for another window, or was not read for a whole window
+// (its actions may have been pruned since) is summed again from the
+// charges.
+
+// GroupKey names one group of one limit.
+type GroupKey struct{ LimitID, Group string }
+
+// GroupState is a group's kept use as stored; Found is false for a group
+// without a row yet.
+type GroupState struct {
+	Found  bool
+	Used   float64
+	AgedTo time.Time
+	Window time.Duration
+}
+
+// GroupStore is the SQL KeptUse and ApplyFlips run, one driver's.
+type GroupStore interface {
+	// LockGroups takes the groups' locks, in the order given, until the
+	// transaction ends.
+	LockGroups(ctx context.Context, locks []int64) error
+	// Groups reads the groups' rows.
+	Groups(ctx context.Context, keys []GroupKey) ([]GroupState, error)
+	// SumCounting sums each group's charges that count now, charged after
+	// from[i] and, when to[i] is set, at or before it.
+	SumCounting(ctx context.Context, keys []GroupKey, from []time.Time, to []*time.Time) ([]float64, error)
+	// SaveGroups writes the groups' rows.
+	SaveGroups(ctx context.Context, keys []GroupKey, states []GroupState) error
+	// ChargesOf reads the charges of the actions.
+	ChargesOf(ctx context.Context, actionIDs []string) ([]LimitCharge, error)
+}
+
+// GroupLock is the advisory lock of one group of one limit.
+func GroupLock(limitID, group string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(limitID))
+	h.Write([]byte{0})
+	h.Write([]byte(group))
+	return int64(h.Sum64())
+}
+
+// KeptUse is LimitUse over kept rows: it locks the groups of ps in their
+// order, ages or sums again what needs it, and answers each group's use.
+func KeptUse(ctx context.Context, s GroupStore, ps []LimitUseParams) ([]float64, error) {
+	locks, keys := make([]int64, len(ps)), make([]GroupKey, len(ps))
+	for i, p := range ps {
+		locks[i], keys[i] = p.Lock, GroupKey{p.LimitID, p.Group}
+	}
+	if err := s.LockGroups(ctx, locks); err != nil {
+		return nil, err
+	}
+	states, err := s.Groups(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	var full, aged []int
+	for i, p := range ps {
+		st := states[i]
+		switch {
+		case !st.Found || st.Window != p.Window || st.AgedTo.Before(p.Since.Add(-p.Window)):
+			full = append(full, i)
+		case p.Since.After(st.AgedTo):
+			aged = append(aged, i)
+		}
+	}
+	sums := func(idx []int, from func(int) time.Time, to func(int) *time.Time) ([]float64, error) {
+		ks, fs, ts := make([]GroupKey, len(idx)), make([]time.Time, len(idx)), make([]*time.Time, len(idx))
+		for k, i := range idx {
+			ks[k], fs[k], ts[k] = keys[i], from(i), to(i)
+		}
+		return s.SumCounting(ctx, ks, fs, ts)
+	}
+	if len(full) > 0 {
+		used, err := sums(full, func(i int) time.Time { return ps[i].Since }, func(int) *time.Time { return nil })
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range full {
+			states[i] = GroupState{Found: true, Used: used[k], AgedTo: ps[i].Since, Window: ps[i].Window}
+		}
+	}
+	if len(aged) > 0 {
+		left, err := sums(aged, func(i int) time.Time { return states[i].AgedTo }, func(i int) *time.Time { return &ps[i].Since })
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range aged {
+			states[i].Used, states[i].AgedTo = states[i].Used-left[k], ps[i].Since
+		}
+	}
+	if changed := append(full, aged...); len(changed) > 0 {
+		ks, ss := make([]GroupKey, len(changed)), make([]GroupState, len(changed))
+		for k, i := range changed {
+			ks[k], ss[k] = keys[i], states[i]
+		}
+		if err := s.SaveGroups(ctx, ks, ss); err != nil {
+			return nil, err
+		}
+	}
+	used := make([]float64, len(ps))
+	for i := range ps {
+		used[i] = max(0, states[i].Used) // never below nothing, whatever rounding did
+	}
+	return used, nil
+}
+
+// ApplyFlips is LimitFlipsApply over a GroupStore.
+func ApplyFlips(ctx context.Context, s GroupStore, fs []LimitFlip) error {
+	ids := make([]string, len(fs))
+	flip := make(map[string]LimitFlip, len(fs))
+	for i, f := range fs {
+		ids[i], flip[f.ActionID] = f.ActionID, f
+	}
+	cs, err := s.ChargesOf(ctx, ids)
+	if err != nil {
+		return err
+	}
+	type change struct {
+		key   GroupKey
+		delta float64
+		at    time.Time
+	}
+	var changes []change
+	index := map[GroupKey]int{}
+	var keys []GroupKey
+	for _, c := range cs {
+		f := flip[c.ActionID]
+		was, is := ChargeCounts(f.From, c.Held), ChargeCounts(f.To, c.Held)
+		if was == is {
+			continue
+		}
+		d := c.Amount
+		if was {
+			d = -d
+		}
+		k := GroupKey{c.LimitID, c.Group}
+		if _, ok := index[k]; !ok {
+			index[k] = len(keys)
+			keys = append(keys, k)
+		}
+		changes = append(changes, change{k, d, c.ChargedAt})
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.SortFunc(keys, func(a, b GroupKey) int {
+		return cmp.Or(cmp.Compare(GroupLock(a.LimitID, a.Group), GroupLock(b.LimitID, b.Group)),
+			cmp.Compare(a.LimitID, b.LimitID), cmp.Compare(a.Group, b.Group))
+	})
+	locks := make([]int64, len(keys))
+	for i, k := range keys {
+		locks[i], index[k] = GroupLock(k.LimitID, k.Group), i
+	}
+	if err := s.LockGroups(ctx, locks); err != nil {
+		return err
+	}
+	states, err := s.Groups(ctx, keys)
+	if err != nil {
+		return err
+	}
+	touched := make([]bool, len(keys))
+	for _, ch := range changes {
+		i := index[ch.key]
+		// A group without a row is summed from its charges when next
+		// read; a charge at or before AgedTo has left what it keeps.
+		if states[i].Found && ch.at.After(states[i].AgedTo) {
+			states[i].Used += ch.delta
+			touched[i] = true
+		}
+	}
+	var ks []GroupKey
+	var ss []GroupState
+	for i, t := range touched {
+		if t {
+			ks, ss = append(ks, keys[i]), append(ss, states[i])
+		}
+	}
+	if len(ks) == 0 {
+		return nil
+	}
+	return s.SaveGroups(ctx, ks, ss)
+}
+
+// Flips are the changes among chs that may change whether their actions'
+// charges count: written, of an action with charges, and MayFlip.
+func Flips(chs []*Change, written []bool) []LimitFlip {
+	var fs []LimitFlip
+	for i, ch := range chs {
+		if written[i] && ch.Prev != nil && len(ch.Prev.Limits) > 0 && MayFlip(ch.Prev.Status, ch.Next.Status) {
+			fs = append(fs, LimitFlip{ActionID: ch.Next.ID, From: ch.Prev.Status, To: ch.Next.Status})
+		}
+	}
+	return fs
+}
