@@ -179,3 +179,4 @@ func (l *Ledger) chargeGroup(ctx context.Context, u *unit, items []*groupItem, l
 	}
 	return lost, nil
 }
+

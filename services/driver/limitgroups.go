@@ -34,6 +34,9 @@ type GroupState struct {
 	Used   float64
 	AgedTo time.Time
 	Window time.Duration
+	// Left is what Groups found left the window: the counting charges
+	// after AgedTo and at or before the since it was asked for.
+	Left float64
 }
 
 // GroupStore is the SQL KeptUse and ApplyFlips run, one driver's.
@@ -41,11 +44,12 @@ type GroupStore interface {
 	// LockGroups takes the groups' locks, in the order given, until the
 	// transaction ends.
 	LockGroups(ctx context.Context, locks []int64) error
-	// Groups reads the groups' rows.
-	Groups(ctx context.Context, keys []GroupKey) ([]GroupState, error)
+	// Groups reads the groups' rows, each with what left its window by
+	// since[i] (Left); since is nil when only the rows are wanted.
+	Groups(ctx context.Context, keys []GroupKey, since []time.Time) ([]GroupState, error)
 	// SumCounting sums each group's charges that count now, charged after
-	// from[i] and, when to[i] is set, at or before it.
-	SumCounting(ctx context.Context, keys []GroupKey, from []time.Time, to []*time.Time) ([]float64, error)
+	// since[i].
+	SumCounting(ctx context.Context, keys []GroupKey, since []time.Time) ([]float64, error)
 	// SaveGroups writes the groups' rows.
 	SaveGroups(ctx context.Context, keys []GroupKey, states []GroupState) error
 	// ChargesOf reads the charges of the actions.
@@ -62,68 +66,51 @@ func GroupLock(limitID, group string) int64 {
 }
 
 // KeptUse is LimitUse over kept rows: it locks the groups of ps in their
-// order, ages or sums again what needs it, and answers each group's use.
-func KeptUse(ctx context.Context, s GroupStore, ps []LimitUseParams) ([]float64, error) {
-	locks, keys := make([]int64, len(ps)), make([]GroupKey, len(ps))
+// order, reads each row with what left its window since, sums again from
+// the charges the groups that need it, and answers each group's use with
+// the rows as they are now, for the caller to save (SaveGroups) now or
+// with the charges it then writes.
+func KeptUse(ctx context.Context, s GroupStore, ps []LimitUseParams) ([]float64, []GroupKey, []GroupState, error) {
+	locks, keys, since := make([]int64, len(ps)), make([]GroupKey, len(ps)), make([]time.Time, len(ps))
 	for i, p := range ps {
-		locks[i], keys[i] = p.Lock, GroupKey{p.LimitID, p.Group}
+		locks[i], keys[i], since[i] = p.Lock, GroupKey{p.LimitID, p.Group}, p.Since
 	}
 	if err := s.LockGroups(ctx, locks); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	states, err := s.Groups(ctx, keys)
+	states, err := s.Groups(ctx, keys, since)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	var full, aged []int
+	var full []int
 	for i, p := range ps {
-		st := states[i]
+		st := &states[i]
 		switch {
 		case !st.Found || st.Window != p.Window || st.AgedTo.Before(p.Since.Add(-p.Window)):
 			full = append(full, i)
 		case p.Since.After(st.AgedTo):
-			aged = append(aged, i)
+			st.Used, st.AgedTo = st.Used-st.Left, p.Since
 		}
-	}
-	sums := func(idx []int, from func(int) time.Time, to func(int) *time.Time) ([]float64, error) {
-		ks, fs, ts := make([]GroupKey, len(idx)), make([]time.Time, len(idx)), make([]*time.Time, len(idx))
-		for k, i := range idx {
-			ks[k], fs[k], ts[k] = keys[i], from(i), to(i)
-		}
-		return s.SumCounting(ctx, ks, fs, ts)
+		st.Left = 0
 	}
 	if len(full) > 0 {
-		used, err := sums(full, func(i int) time.Time { return ps[i].Since }, func(int) *time.Time { return nil })
+		ks, fs := make([]GroupKey, len(full)), make([]time.Time, len(full))
+		for k, i := range full {
+			ks[k], fs[k] = keys[i], ps[i].Since
+		}
+		used, err := s.SumCounting(ctx, ks, fs)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		for k, i := range full {
 			states[i] = GroupState{Found: true, Used: used[k], AgedTo: ps[i].Since, Window: ps[i].Window}
-		}
-	}
-	if len(aged) > 0 {
-		left, err := sums(aged, func(i int) time.Time { return states[i].AgedTo }, func(i int) *time.Time { return &ps[i].Since })
-		if err != nil {
-			return nil, err
-		}
-		for k, i := range aged {
-			states[i].Used, states[i].AgedTo = states[i].Used-left[k], ps[i].Since
-		}
-	}
-	if changed := append(full, aged...); len(changed) > 0 {
-		ks, ss := make([]GroupKey, len(changed)), make([]GroupState, len(changed))
-		for k, i := range changed {
-			ks[k], ss[k] = keys[i], states[i]
-		}
-		if err := s.SaveGroups(ctx, ks, ss); err != nil {
-			return nil, err
 		}
 	}
 	used := make([]float64, len(ps))
 	for i := range ps {
 		used[i] = max(0, states[i].Used) // never below nothing, whatever rounding did
 	}
-	return used, nil
+	return used, keys, states, nil
 }
 
 // ApplyFlips is LimitFlipsApply over a GroupStore.
@@ -176,7 +163,7 @@ func ApplyFlips(ctx context.Context, s GroupStore, fs []LimitFlip) error {
 	if err := s.LockGroups(ctx, locks); err != nil {
 		return err
 	}
-	states, err := s.Groups(ctx, keys)
+	states, err := s.Groups(ctx, keys, nil)
 	if err != nil {
 		return err
 	}

@@ -113,6 +113,9 @@ type executor struct {
 	q          querier
 	inTx       bool
 	noEndpoint *atomic.Bool
+	// kept are the limit groups' rows LimitUse read in this transaction,
+	// for LimitChargeInsert to write with the charges.
+	kept map[driver.GroupKey]driver.GroupState
 }
 
 type txExecutor struct {

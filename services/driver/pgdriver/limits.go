@@ -20,12 +20,25 @@ func counting(since string) string {
 var countingNow = `a.status NOT IN (` + driver.LiteralList(driver.LimitUncounted) + `)
 	AND NOT (c.held AND a.status = 'awaiting_approval')`
 
-// LimitUse answers the groups' kept use (driver.KeptUse).
+// LimitUse answers the groups' kept use (driver.KeptUse). The rows as
+// they are now are written with the charges (LimitChargeInsert), in one
+// statement; a transaction that writes no charge leaves them as they were,
+// which the next reader finds the same.
 func (e *executor) LimitUse(ctx context.Context, ps []driver.LimitUseParams) ([]float64, error) {
 	if !e.inTx {
 		return nil, fmt.Errorf("pgdriver: limit use outside a transaction")
 	}
-	return driver.KeptUse(ctx, groupStore{e}, ps)
+	used, keys, states, err := driver.KeptUse(ctx, groupStore{e}, ps)
+	if err != nil {
+		return nil, err
+	}
+	if e.kept == nil {
+		e.kept = map[driver.GroupKey]driver.GroupState{}
+	}
+	for i, k := range keys {
+		e.kept[k] = states[i]
+	}
+	return used, nil
 }
 
 // LimitFlipsApply keeps the groups' use right (driver.ApplyFlips).
@@ -33,7 +46,23 @@ func (e *executor) LimitFlipsApply(ctx context.Context, fs []driver.LimitFlip) e
 	if !e.inTx {
 		return fmt.Errorf("pgdriver: limit flips outside a transaction")
 	}
+	if err := e.saveKept(ctx); err != nil { // what LimitUse read, before the flips change it
+		return err
+	}
 	return driver.ApplyFlips(ctx, groupStore{e}, fs)
+}
+
+// saveKept writes the rows LimitUse read and no charge has written yet.
+func (e *executor) saveKept(ctx context.Context) error {
+	if len(e.kept) == 0 {
+		return nil
+	}
+	keys, states := make([]driver.GroupKey, 0, len(e.kept)), make([]driver.GroupState, 0, len(e.kept))
+	for k, st := range e.kept {
+		keys, states = append(keys, k), append(states, st)
+	}
+	clear(e.kept)
+	return groupStore{e}.SaveGroups(ctx, keys, states)
 }
 
 // groupStore is limit_groups on PostgreSQL: each step one statement for
@@ -60,11 +89,19 @@ func groupArrays(keys []driver.GroupKey) (strs, strs) {
 	return ids, groups
 }
 
-func (s groupStore) Groups(ctx context.Context, keys []driver.GroupKey) ([]driver.GroupState, error) {
+func (s groupStore) Groups(ctx context.Context, keys []driver.GroupKey, since []time.Time) ([]driver.GroupState, error) {
 	ids, groups := groupArrays(keys)
-	rows, err := s.e.q.QueryContext(ctx, `SELECT w.i, g.used, g.aged_to, g.window_seconds
-		FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY AS w(limit_id, grp, i)
-		JOIN limit_groups g ON g.limit_id = w.limit_id AND g.group_key = w.grp`, ids, groups)
+	until := make(times, len(keys))
+	for i := range since {
+		until[i] = since[i].UTC()
+	}
+	rows, err := s.e.q.QueryContext(ctx, `SELECT w.i, g.used, g.aged_to, g.window_seconds,
+			CASE WHEN w.until > g.aged_to THEN (SELECT coalesce(sum(c.amount), 0) FROM limit_charges c
+				JOIN actions a ON a.id = c.action_id
+				WHERE c.limit_id = g.limit_id AND c.group_key = g.group_key
+					AND c.charged_at > g.aged_to AND c.charged_at <= w.until AND `+countingNow+`) ELSE 0 END
+		FROM unnest($1::uuid[], $2::text[], $3::timestamptz[]) WITH ORDINALITY AS w(limit_id, grp, until, i)
+		JOIN limit_groups g ON g.limit_id = w.limit_id AND g.group_key = w.grp`, ids, groups, until)
 	if err != nil {
 		return nil, fmt.Errorf("pgdriver: read limit groups: %w", err)
 	}
@@ -73,7 +110,7 @@ func (s groupStore) Groups(ctx context.Context, keys []driver.GroupKey) ([]drive
 	for rows.Next() {
 		var i, window int
 		var st driver.GroupState
-		if err := rows.Scan(&i, &st.Used, &st.AgedTo, &window); err != nil {
+		if err := rows.Scan(&i, &st.Used, &st.AgedTo, &window, &st.Left); err != nil {
 			return nil, err
 		}
 		st.Found, st.AgedTo, st.Window = true, st.AgedTo.UTC(), time.Duration(window)*time.Second
@@ -82,19 +119,18 @@ func (s groupStore) Groups(ctx context.Context, keys []driver.GroupKey) ([]drive
 	return out, rows.Err()
 }
 
-func (s groupStore) SumCounting(ctx context.Context, keys []driver.GroupKey, from []time.Time, to []*time.Time) ([]float64, error) {
+func (s groupStore) SumCounting(ctx context.Context, keys []driver.GroupKey, since []time.Time) ([]float64, error) {
 	ids, groups := groupArrays(keys)
-	froms, tos := make(times, len(keys)), make(otime, len(keys))
+	froms := make(times, len(keys))
 	for i := range keys {
-		froms[i], tos[i] = from[i].UTC(), utcPtr(to[i])
+		froms[i] = since[i].UTC()
 	}
 	rows, err := s.e.q.QueryContext(ctx, `SELECT w.i, coalesce(sum(c.amount), 0)
-		FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::timestamptz[]) WITH ORDINALITY AS w(limit_id, grp, since, until, i)
+		FROM unnest($1::uuid[], $2::text[], $3::timestamptz[]) WITH ORDINALITY AS w(limit_id, grp, since, i)
 		JOIN limit_charges c ON c.limit_id = w.limit_id AND c.group_key = w.grp AND c.charged_at > w.since
-			AND (w.until IS NULL OR c.charged_at <= w.until)
 		JOIN actions a ON a.id = c.action_id
 		WHERE `+countingNow+`
-		GROUP BY w.i`, ids, groups, froms, tos)
+		GROUP BY w.i`, ids, groups, froms)
 	if err != nil {
 		return nil, fmt.Errorf("pgdriver: sum limit charges: %w", err)
 	}
@@ -147,14 +183,8 @@ func (s groupStore) ChargesOf(ctx context.Context, actionIDs []string) ([]driver
 	return out, rows.Err()
 }
 
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
+// LimitChargeInsert records the charges and writes the groups' rows LimitUse
+// read, with what the counting charges add, in one statement.
 func (e *executor) LimitChargeInsert(ctx context.Context, cs []driver.LimitCharge) error {
 	if len(cs) == 0 {
 		return nil
@@ -163,24 +193,32 @@ func (e *executor) LimitChargeInsert(ctx context.Context, cs []driver.LimitCharg
 	amounts, at, held := make(pgFloats, len(cs)), make(times, len(cs)), make(bools, len(cs))
 	for i, c := range cs {
 		ids[i], groups[i], actions[i], amounts[i], at[i], held[i] = c.LimitID, c.Group, c.ActionID, c.Amount, c.ChargedAt.UTC(), c.Held
+		k := driver.GroupKey{LimitID: c.LimitID, Group: c.Group}
+		st, ok := e.kept[k]
+		if !ok {
+			return fmt.Errorf("pgdriver: charge to limit %s group %q without reading its use first", c.LimitID, c.Group)
+		}
+		if c.Counts {
+			st.Used += c.Amount
+			e.kept[k] = st
+		}
 	}
-	counts := make(bools, len(cs))
-	for i, c := range cs {
-		counts[i] = c.Counts
+	gids, ggroups := make(strs, 0, len(e.kept)), make(strs, 0, len(e.kept))
+	used, aged, windows := make(pgFloats, 0, len(e.kept)), make(times, 0, len(e.kept)), make(ints, 0, len(e.kept))
+	for k, st := range e.kept {
+		gids, ggroups = append(gids, k.LimitID), append(ggroups, k.Group)
+		used, aged, windows = append(used, st.Used), append(aged, st.AgedTo.UTC()), append(windows, int(st.Window/time.Second))
 	}
-	// The charges, and what those that count add to their groups' kept
-	// use: the groups' rows exist, read under their locks by LimitUse in
-	// this transaction.
+	clear(e.kept)
 	_, err := e.q.ExecContext(ctx, `WITH c AS (
 		INSERT INTO limit_charges (limit_id, group_key, action_id, amount, charged_at, held)
 		SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::float8[], $5::timestamptz[], $6::bool[])
 	)
-	UPDATE limit_groups g SET used = g.used + d.amount
-	FROM (SELECT limit_id, grp, sum(amount) AS amount
-		FROM unnest($1::uuid[], $2::text[], $4::float8[], $7::bool[]) AS x(limit_id, grp, amount, counts)
-		WHERE counts GROUP BY limit_id, grp) d
-	WHERE g.limit_id = d.limit_id AND g.group_key = d.grp`,
-		ids, groups, actions, amounts, at, held, counts)
+	INSERT INTO limit_groups (limit_id, group_key, used, aged_to, window_seconds)
+	SELECT * FROM unnest($7::uuid[], $8::text[], $9::float8[], $10::timestamptz[], $11::int[])
+	ON CONFLICT (limit_id, group_key) DO UPDATE
+	SET used = excluded.used, aged_to = excluded.aged_to, window_seconds = excluded.window_seconds`,
+		ids, groups, actions, amounts, at, held, gids, ggroups, used, aged, windows)
 	if err != nil {
 		return fmt.Errorf("pgdriver: record limit charges: %w", err)
 	}

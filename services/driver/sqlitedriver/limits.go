@@ -25,7 +25,15 @@ var countingNow = `a.status NOT IN (` + driver.LiteralList(driver.LimitUncounted
 // the single writer decides one charge at a time, so it needs no lock of
 // its own, and it sees what its own transaction wrote.
 func (e *executor) LimitUse(ctx context.Context, ps []driver.LimitUseParams) ([]float64, error) {
-	return driver.KeptUse(ctx, groupStore{e.w}, ps)
+	s := groupStore{e.w}
+	used, keys, states, err := driver.KeptUse(ctx, s, ps)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.SaveGroups(ctx, keys, states); err != nil {
+		return nil, err
+	}
+	return used, nil
 }
 
 // LimitFlipsApply keeps the groups' use right (driver.ApplyFlips).
@@ -38,7 +46,7 @@ type groupStore struct{ w querier }
 
 func (groupStore) LockGroups(context.Context, []int64) error { return nil }
 
-func (s groupStore) Groups(ctx context.Context, keys []driver.GroupKey) ([]driver.GroupState, error) {
+func (s groupStore) Groups(ctx context.Context, keys []driver.GroupKey, since []time.Time) ([]driver.GroupState, error) {
 	out := make([]driver.GroupState, len(keys))
 	for i, k := range keys {
 		var window int
@@ -52,21 +60,27 @@ func (s groupStore) Groups(ctx context.Context, keys []driver.GroupKey) ([]drive
 			return nil, fmt.Errorf("sqlitedriver: read limit group: %w", err)
 		}
 		out[i].Found, out[i].AgedTo, out[i].Window = true, aged.UTC(), time.Duration(window)*time.Second
+		if since == nil || !since[i].After(out[i].AgedTo) {
+			continue
+		}
+		err = s.w.QueryRowContext(ctx, `SELECT coalesce(sum(c.amount), 0) FROM limit_charges c
+			JOIN actions a ON a.id = c.action_id
+			WHERE c.limit_id = ? AND c.group_key = ? AND c.charged_at > ? AND c.charged_at <= ? AND `+countingNow,
+			k.LimitID, k.Group, out[i].AgedTo, since[i].UTC()).Scan(&out[i].Left)
+		if err != nil {
+			return nil, fmt.Errorf("sqlitedriver: sum what left a limit group: %w", err)
+		}
 	}
 	return out, nil
 }
 
-func (s groupStore) SumCounting(ctx context.Context, keys []driver.GroupKey, from []time.Time, to []*time.Time) ([]float64, error) {
+func (s groupStore) SumCounting(ctx context.Context, keys []driver.GroupKey, since []time.Time) ([]float64, error) {
 	used := make([]float64, len(keys))
 	for i, k := range keys {
-		var until any
-		if to[i] != nil {
-			until = to[i].UTC()
-		}
 		err := s.w.QueryRowContext(ctx, `SELECT coalesce(sum(c.amount), 0) FROM limit_charges c
 			JOIN actions a ON a.id = c.action_id
-			WHERE c.limit_id = ? AND c.group_key = ? AND c.charged_at > ? AND (? IS NULL OR c.charged_at <= ?) AND `+countingNow,
-			k.LimitID, k.Group, from[i].UTC(), until, until).Scan(&used[i])
+			WHERE c.limit_id = ? AND c.group_key = ? AND c.charged_at > ? AND `+countingNow,
+			k.LimitID, k.Group, since[i].UTC()).Scan(&used[i])
 		if err != nil {
 			return nil, fmt.Errorf("sqlitedriver: sum limit charges: %w", err)
 		}
