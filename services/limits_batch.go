@@ -179,4 +179,3 @@ func (l *Ledger) chargeGroup(ctx context.Context, u *unit, items []*groupItem, l
 	}
 	return lost, nil
 }
-

@@ -28,7 +28,7 @@ func (e *executor) LimitUse(ctx context.Context, ps []driver.LimitUseParams) ([]
 	if !e.inTx {
 		return nil, fmt.Errorf("pgdriver: limit use outside a transaction")
 	}
-	used, keys, states, err := driver.KeptUse(ctx, groupStore{e}, ps)
+	used, keys, states, err := driver.KeptUse(ctx, &groupStore{e: e}, ps)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func (e *executor) LimitFlipsApply(ctx context.Context, fs []driver.LimitFlip) e
 	if err := e.saveKept(ctx); err != nil { // what LimitUse read, before the flips change it
 		return err
 	}
-	return driver.ApplyFlips(ctx, groupStore{e}, fs)
+	return driver.ApplyFlips(ctx, &groupStore{e: e}, fs)
 }
 
 // saveKept writes the rows LimitUse read and no charge has written yet.
@@ -62,22 +62,20 @@ func (e *executor) saveKept(ctx context.Context) error {
 		keys, states = append(keys, k), append(states, st)
 	}
 	clear(e.kept)
-	return groupStore{e}.SaveGroups(ctx, keys, states)
+	return (&groupStore{e: e}).SaveGroups(ctx, keys, states)
 }
 
 // groupStore is limit_groups on PostgreSQL: each step one statement for
-// every group at once.
-type groupStore struct{ e *executor }
+// every group at once. The locks are taken by the read that follows them
+// (limit_groups_locked, migration 00019), in the same round trip.
+type groupStore struct {
+	e     *executor
+	locks []int64
+}
 
-// LockGroups takes the advisory locks in one statement, in the order
-// given: a function scan of the array yields its elements in order. Under
-// READ COMMITTED the statements after it see what whoever held a lock
-// before committed.
-func (s groupStore) LockGroups(ctx context.Context, locks []int64) error {
-	if _, err := s.e.q.ExecContext(ctx, `SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::bigint[]) AS t(k)`,
-		int64s(locks)); err != nil {
-		return fmt.Errorf("pgdriver: lock limit groups: %w", err)
-	}
+// LockGroups notes the locks for Groups to take, in the order given.
+func (s *groupStore) LockGroups(_ context.Context, locks []int64) error {
+	s.locks = locks
 	return nil
 }
 
@@ -89,21 +87,33 @@ func groupArrays(keys []driver.GroupKey) (strs, strs) {
 	return ids, groups
 }
 
-func (s groupStore) Groups(ctx context.Context, keys []driver.GroupKey, since []time.Time) ([]driver.GroupState, error) {
-	ids, groups := groupArrays(keys)
-	until := make(times, len(keys))
-	for i := range since {
-		until[i] = since[i].UTC()
+// uncounted are driver.LimitUncounted as the database names them.
+var uncounted = func() strs {
+	out := make(strs, len(driver.LimitUncounted))
+	for i, st := range driver.LimitUncounted {
+		out[i] = string(st)
 	}
-	rows, err := s.e.q.QueryContext(ctx, `SELECT w.i, g.used, g.aged_to, g.window_seconds,
-			CASE WHEN w.until > g.aged_to THEN (SELECT coalesce(sum(c.amount), 0) FROM limit_charges c
-				JOIN actions a ON a.id = c.action_id
-				WHERE c.limit_id = g.limit_id AND c.group_key = g.group_key
-					AND c.charged_at > g.aged_to AND c.charged_at <= w.until AND `+countingNow+`) ELSE 0 END
-		FROM unnest($1::uuid[], $2::text[], $3::timestamptz[]) WITH ORDINALITY AS w(limit_id, grp, until, i)
-		JOIN limit_groups g ON g.limit_id = w.limit_id AND g.group_key = w.grp`, ids, groups, until)
+	return out
+}()
+
+// Groups takes the locks LockGroups noted, then reads the rows
+// (limit_groups_locked): one round trip.
+func (s *groupStore) Groups(ctx context.Context, keys []driver.GroupKey, since []time.Time) ([]driver.GroupState, error) {
+	ids, groups := groupArrays(keys)
+	until := make(otime, len(keys))
+	for i := range since {
+		t := since[i].UTC()
+		until[i] = &t
+	}
+	locks := int64s(s.locks)
+	if locks == nil {
+		locks = int64s{}
+	}
+	s.locks = nil
+	rows, err := s.e.q.QueryContext(ctx, `SELECT * FROM limit_groups_locked($1::uuid[], $2::text[], $3::timestamptz[], $4::bigint[], $5::text[])`,
+		ids, groups, until, locks, uncounted)
 	if err != nil {
-		return nil, fmt.Errorf("pgdriver: read limit groups: %w", err)
+		return nil, fmt.Errorf("pgdriver: lock and read limit groups: %w", err)
 	}
 	defer rows.Close()
 	out := make([]driver.GroupState, len(keys))
@@ -119,7 +129,7 @@ func (s groupStore) Groups(ctx context.Context, keys []driver.GroupKey, since []
 	return out, rows.Err()
 }
 
-func (s groupStore) SumCounting(ctx context.Context, keys []driver.GroupKey, since []time.Time) ([]float64, error) {
+func (s *groupStore) SumCounting(ctx context.Context, keys []driver.GroupKey, since []time.Time) ([]float64, error) {
 	ids, groups := groupArrays(keys)
 	froms := make(times, len(keys))
 	for i := range keys {
@@ -147,7 +157,7 @@ func (s groupStore) SumCounting(ctx context.Context, keys []driver.GroupKey, sin
 	return used, rows.Err()
 }
 
-func (s groupStore) SaveGroups(ctx context.Context, keys []driver.GroupKey, states []driver.GroupState) error {
+func (s *groupStore) SaveGroups(ctx context.Context, keys []driver.GroupKey, states []driver.GroupState) error {
 	ids, groups := groupArrays(keys)
 	used, aged, windows := make(pgFloats, len(keys)), make(times, len(keys)), make(ints, len(keys))
 	for i, st := range states {
@@ -164,7 +174,7 @@ func (s groupStore) SaveGroups(ctx context.Context, keys []driver.GroupKey, stat
 	return nil
 }
 
-func (s groupStore) ChargesOf(ctx context.Context, actionIDs []string) ([]driver.LimitCharge, error) {
+func (s *groupStore) ChargesOf(ctx context.Context, actionIDs []string) ([]driver.LimitCharge, error) {
 	rows, err := s.e.q.QueryContext(ctx, `SELECT limit_id, group_key, action_id, amount, charged_at, held
 		FROM limit_charges WHERE action_id = ANY($1::uuid[])`, strs(actionIDs))
 	if err != nil {
