@@ -374,17 +374,15 @@ func (l *Ledger) apply(ctx context.Context, u *unit, p Principal, in *EntryInput
 			return EntryResult{}, errNeedsTx
 		}
 		ch := l.newChange(act, pl, actor, in, now)
+		if len(checks) > 0 && act == nil {
+			ch.Charges = chargesOf(ch.Next, checks, now)
+		}
 		written, err := l.write(ctx, u, []*driver.Change{ch})
 		if err != nil {
 			return EntryResult{}, err
 		}
 		if !written[0] {
 			continue // lost a race: read again and decide again
-		}
-		if len(checks) > 0 && act == nil {
-			if err := u.ex.LimitChargeInsert(ctx, chargesOf(ch.Next, checks, now)); err != nil {
-				return EntryResult{}, DBError("ledger: record limit charges", err)
-			}
 		}
 		res = answerWith(in, pl, ch)
 		if act == nil {

@@ -134,8 +134,9 @@ func (l *Ledger) chargeGroup(ctx context.Context, u *unit, items []*groupItem, l
 			continue
 		}
 		it.checks = checks
+		it.ch.Charges = chargesOf(it.ch.Next, checks, now)
 		decided = append(decided, it)
-		for _, c := range chargesOf(it.ch.Next, checks, now) {
+		for _, c := range it.ch.Charges {
 			if c.Counts {
 				use[groupKey{c.LimitID, c.Group}] += c.Amount
 			}
@@ -148,27 +149,21 @@ func (l *Ledger) chargeGroup(ctx context.Context, u *unit, items []*groupItem, l
 	for i, it := range decided {
 		chs[i] = it.ch
 	}
-	written, err := l.write(ctx, u, chs)
+	written, err := l.write(ctx, u, chs) // with their charges
 	if err != nil {
 		return nil, err
 	}
 	var lost []*groupItem
-	var charges []driver.LimitCharge
 	for i, it := range decided {
 		if !written[i] {
 			lost = append(lost, it)
-			continue
 		}
-		charges = append(charges, chargesOf(it.ch.Next, it.checks, now)...)
 	}
 	if len(lost) > 0 && !last {
 		return lost, errKeysExisted
 	}
 	// On the last try the intents after a lost one were judged with its
 	// charge: they may be refused a little early, never let over max.
-	if err := u.ex.LimitChargeInsert(ctx, charges); err != nil {
-		return nil, DBError("ledger: record limit charges", err)
-	}
 	l.known.mu.Lock()
 	defer l.known.mu.Unlock()
 	for i, it := range decided {

@@ -162,9 +162,6 @@ type Executor interface {
 	// single writer decides one at a time already. Call it in a
 	// transaction.
 	LimitUse(ctx context.Context, ps []LimitUseParams) ([]float64, error)
-	// LimitChargeInsert records charges, in the transaction that creates
-	// their actions.
-	LimitChargeInsert(ctx context.Context, cs []LimitCharge) error
 	// LimitFlipsApply keeps the groups' use right after actions changed
 	// status (MayFlip): each charge of theirs that starts or stops
 	// counting, and is still inside what its group keeps, adds or takes
@@ -216,6 +213,11 @@ type Change struct {
 	Next   *record.Action
 	Entry  record.Entry
 	Alerts []Alert
+	// Charges are what a new action's limits charge it, written with it
+	// if it is (ActionInsertMany), with what those that count add to
+	// their groups' kept use, read under their locks by LimitUse in the
+	// same transaction.
+	Charges []LimitCharge
 }
 
 // Alert is a webhook message to write with the change. Its body (Body) is

@@ -12,7 +12,7 @@ import (
 // (limit_groups), so that judging an intent reads one row instead of
 // summing every charge of the group's window. Used is the sum of the
 // group's counting charges charged after AgedTo. It changes:
-//   - by a new charge that counts (LimitChargeInsert adds it);
+//   - by a new charge that counts (ActionInsertMany adds it);
 //   - by a change of an action's status that makes a charge start or stop
 //     counting (LimitFlipsApply), if the charge is after AgedTo;
 //   - by the window sliding: when the group is read for an intent (KeptUse),

@@ -159,6 +159,35 @@ const insertRows = `v AS (
 const insertMany = `WITH ` + insertRows + `
 SELECT id FROM a`
 
+// insertManyCharged is insertMany, with its alerts or not, that also
+// writes the new actions' limit charges (chargedRows).
+func insertManyCharged(alerted bool) string {
+	if alerted {
+		return insertManyChargedWithAlerts
+	}
+	return insertManyChargedOnly
+}
+
+var (
+	insertManyChargedOnly = `WITH ` + insertRows + chargedRows + `
+SELECT id FROM a`
+	insertManyChargedWithAlerts = `WITH ` + insertRows + chargedRows + `, alerted AS (
+	SELECT a.id, a.namespace, 1 AS entry_seq, v.created_at AS recorded_at, v.alerts
+	FROM a JOIN v ON v.id = a.id WHERE v.alerts IS NOT NULL
+), ` + outbox("alerted") + `
+SELECT id FROM a`
+)
+
+// charged reports whether a change among chs has limit charges.
+func charged(chs []*driver.Change) bool {
+	for _, ch := range chs {
+		if len(ch.Charges) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // insertManyWithAlerts is insertMany that also writes the alerts.
 var insertManyWithAlerts = `WITH ` + insertRows + `, alerted AS (
 	SELECT a.id, a.namespace, 1 AS entry_seq, v.created_at AS recorded_at, v.alerts
@@ -215,9 +244,17 @@ func (e *executor) ActionInsertMany(ctx context.Context, chs []*driver.Change) (
 	if alerted {
 		q = insertManyWithAlerts
 	}
-	inserted, err := returnedIDs(e.q.QueryContext(ctx, q, ids, nss, keys, tools, effects, statuses, attempts,
+	args := []any{ids, nss, keys, tools, effects, statuses, attempts,
 		leases, deadlines, refs, agents, runs, fps, params, results, extRefs, retriable, created,
-		entryIDs, types, kinds, actors, entryAttempts, payloads, occurred, alerts, approvals, recons, limits))
+		entryIDs, types, kinds, actors, entryAttempts, payloads, occurred, alerts, approvals, recons, limits}
+	if charged(chs) {
+		more, err := e.chargeArgs(chs)
+		if err != nil {
+			return nil, err
+		}
+		q, args = insertManyCharged(alerted), append(args, more...)
+	}
+	inserted, err := returnedIDs(e.q.QueryContext(ctx, q, args...))
 	if err != nil {
 		return nil, fmt.Errorf("pgdriver: create actions: %w", err)
 	}

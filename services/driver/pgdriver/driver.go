@@ -114,7 +114,7 @@ type executor struct {
 	inTx       bool
 	noEndpoint *atomic.Bool
 	// kept are the limit groups' rows LimitUse read in this transaction,
-	// for LimitChargeInsert to write with the charges.
+	// for ActionInsertMany to write with the charges.
 	kept map[driver.GroupKey]driver.GroupState
 }
 

@@ -21,8 +21,8 @@ var countingNow = `a.status NOT IN (` + driver.LiteralList(driver.LimitUncounted
 	AND NOT (c.held AND a.status = 'awaiting_approval')`
 
 // LimitUse answers the groups' kept use (driver.KeptUse). The rows as
-// they are now are written with the charges (LimitChargeInsert), in one
-// statement; a transaction that writes no charge leaves them as they were,
+// they are now are written with the charges, in the statement that inserts
+// the actions (ActionInsertMany); a transaction that writes no charge leaves them as they were,
 // which the next reader finds the same.
 func (e *executor) LimitUse(ctx context.Context, ps []driver.LimitUseParams) ([]float64, error) {
 	if !e.inTx {
@@ -193,24 +193,41 @@ func (s *groupStore) ChargesOf(ctx context.Context, actionIDs []string) ([]drive
 	return out, rows.Err()
 }
 
-// LimitChargeInsert records the charges and writes the groups' rows LimitUse
-// read, with what the counting charges add, in one statement.
-func (e *executor) LimitChargeInsert(ctx context.Context, cs []driver.LimitCharge) error {
-	if len(cs) == 0 {
-		return nil
-	}
-	ids, groups, actions := make(strs, len(cs)), make(strs, len(cs)), make(strs, len(cs))
-	amounts, at, held := make(pgFloats, len(cs)), make(times, len(cs)), make(bools, len(cs))
-	for i, c := range cs {
-		ids[i], groups[i], actions[i], amounts[i], at[i], held[i] = c.LimitID, c.Group, c.ActionID, c.Amount, c.ChargedAt.UTC(), c.Held
-		k := driver.GroupKey{LimitID: c.LimitID, Group: c.Group}
-		st, ok := e.kept[k]
-		if !ok {
-			return fmt.Errorf("pgdriver: charge to limit %s group %q without reading its use first", c.LimitID, c.Group)
-		}
-		if c.Counts {
-			st.Used += c.Amount
-			e.kept[k] = st
+// chargedRows writes the charges of the actions insertRows inserted, and
+// the groups' rows LimitUse read with what the counting ones add ($30 on).
+const chargedRows = `, ch AS (
+	INSERT INTO limit_charges (limit_id, group_key, action_id, amount, charged_at, held)
+	SELECT x.limit_id, x.grp, x.action_id, x.amount, x.charged_at, x.held
+	FROM unnest($30::uuid[], $31::text[], $32::uuid[], $33::float8[], $34::timestamptz[], $35::bool[])
+		AS x(limit_id, grp, action_id, amount, charged_at, held)
+	WHERE x.action_id IN (SELECT id FROM a)
+), lg AS (
+	INSERT INTO limit_groups (limit_id, group_key, used, aged_to, window_seconds)
+	SELECT k.limit_id, k.grp, k.used + coalesce((SELECT sum(x.amount)
+			FROM unnest($30::uuid[], $31::text[], $32::uuid[], $33::float8[], $36::bool[]) AS x(limit_id, grp, action_id, amount, counts)
+			WHERE x.limit_id = k.limit_id AND x.grp = k.grp AND x.counts AND x.action_id IN (SELECT id FROM a)), 0),
+		k.aged_to, k.window_seconds
+	FROM unnest($37::uuid[], $38::text[], $39::float8[], $40::timestamptz[], $41::int[]) AS k(limit_id, grp, used, aged_to, window_seconds)
+	ON CONFLICT (limit_id, group_key) DO UPDATE
+	SET used = excluded.used, aged_to = excluded.aged_to, window_seconds = excluded.window_seconds
+)`
+
+// chargeArgs are chargedRows' arguments: chs' charges and the kept rows,
+// which they then leave to the next read.
+func (e *executor) chargeArgs(chs []*driver.Change) ([]any, error) {
+	var (
+		ids, groups, actions = strs{}, strs{}, strs{}
+		amounts, at          = pgFloats{}, times{}
+		held, counts         = bools{}, bools{}
+	)
+	for _, ch := range chs {
+		for _, c := range ch.Charges {
+			if _, ok := e.kept[driver.GroupKey{LimitID: c.LimitID, Group: c.Group}]; !ok {
+				return nil, fmt.Errorf("pgdriver: charge to limit %s group %q without reading its use first", c.LimitID, c.Group)
+			}
+			ids, groups, actions = append(ids, c.LimitID), append(groups, c.Group), append(actions, c.ActionID)
+			amounts, at = append(amounts, c.Amount), append(at, c.ChargedAt.UTC())
+			held, counts = append(held, c.Held), append(counts, c.Counts)
 		}
 	}
 	gids, ggroups := make(strs, 0, len(e.kept)), make(strs, 0, len(e.kept))
@@ -220,19 +237,7 @@ func (e *executor) LimitChargeInsert(ctx context.Context, cs []driver.LimitCharg
 		used, aged, windows = append(used, st.Used), append(aged, st.AgedTo.UTC()), append(windows, int(st.Window/time.Second))
 	}
 	clear(e.kept)
-	_, err := e.q.ExecContext(ctx, `WITH c AS (
-		INSERT INTO limit_charges (limit_id, group_key, action_id, amount, charged_at, held)
-		SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::float8[], $5::timestamptz[], $6::bool[])
-	)
-	INSERT INTO limit_groups (limit_id, group_key, used, aged_to, window_seconds)
-	SELECT * FROM unnest($7::uuid[], $8::text[], $9::float8[], $10::timestamptz[], $11::int[])
-	ON CONFLICT (limit_id, group_key) DO UPDATE
-	SET used = excluded.used, aged_to = excluded.aged_to, window_seconds = excluded.window_seconds`,
-		ids, groups, actions, amounts, at, held, gids, ggroups, used, aged, windows)
-	if err != nil {
-		return fmt.Errorf("pgdriver: record limit charges: %w", err)
-	}
-	return nil
+	return []any{ids, groups, actions, amounts, at, held, counts, gids, ggroups, used, aged, windows}, nil
 }
 
 var limitUsage = `SELECT c.group_key, sum(c.amount), count(*), min(c.charged_at)

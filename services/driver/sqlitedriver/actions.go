@@ -164,6 +164,9 @@ func (e *executor) ActionInsertMany(ctx context.Context, chs []*driver.Change) (
 		}
 		for _, i := range order {
 			if written[i] {
+				if err := insertCharges(ctx, q, chs[i].Charges); err != nil {
+					return err
+				}
 				if err := writeAlerts(ctx, q, chs[i]); err != nil {
 					return err
 				}

@@ -125,7 +125,9 @@ func (s groupStore) ChargesOf(ctx context.Context, actionIDs []string) ([]driver
 	return out, nil
 }
 
-func (e *executor) LimitChargeInsert(ctx context.Context, cs []driver.LimitCharge) error {
+// insertCharges records the charges of new actions and adds those that
+// count to their groups' kept use.
+func insertCharges(ctx context.Context, w querier, cs []driver.LimitCharge) error {
 	if len(cs) == 0 {
 		return nil
 	}
@@ -138,7 +140,7 @@ func (e *executor) LimitChargeInsert(ctx context.Context, cs []driver.LimitCharg
 		q += "(?, ?, ?, ?, ?, ?)"
 		args = append(args, c.LimitID, c.Group, c.ActionID, c.Amount, c.ChargedAt.UTC(), c.Held)
 	}
-	if _, err := e.w.ExecContext(ctx, q, args...); err != nil {
+	if _, err := w.ExecContext(ctx, q, args...); err != nil {
 		return fmt.Errorf("sqlitedriver: record limit charges: %w", err)
 	}
 	// What the charges that count add to their groups' kept use: the
@@ -147,7 +149,7 @@ func (e *executor) LimitChargeInsert(ctx context.Context, cs []driver.LimitCharg
 		if !c.Counts {
 			continue
 		}
-		if _, err := e.w.ExecContext(ctx, `UPDATE limit_groups SET used = used + ? WHERE limit_id = ? AND group_key = ?`,
+		if _, err := w.ExecContext(ctx, `UPDATE limit_groups SET used = used + ? WHERE limit_id = ? AND group_key = ?`,
 			c.Amount, c.LimitID, c.Group); err != nil {
 			return fmt.Errorf("sqlitedriver: add charge to its group: %w", err)
 		}
