@@ -87,6 +87,23 @@ func startDemo(t *testing.T, args ...string) *demoProc {
 	return d
 }
 
+// waitForStory waits up to within for every line of a story to show in the
+// demo's output, and returns the output.
+func (d *demoProc) waitForStory(t *testing.T, story string, within time.Duration, lines ...*regexp.Regexp) string {
+	t.Helper()
+	var out string
+	require.Eventually(t, func() bool {
+		out = d.stdout.String()
+		for _, re := range lines {
+			if !re.MatchString(out) {
+				return false
+			}
+		}
+		return true
+	}, within, 100*time.Millisecond, "%s missing:\n%s", story, d.stdout.String())
+	return out
+}
+
 // stop sends sig and requires a clean exit within a few seconds.
 func (d *demoProc) stop(t *testing.T, sig syscall.Signal) {
 	t.Helper()
@@ -143,15 +160,7 @@ func TestDemoPopulatesTriage(t *testing.T) {
 		regexp.MustCompile(`demo\s+payments\.refund (refund:\S+): the PSP honours keys for 1s here .* it waits for you`),
 		regexp.MustCompile(`support-worker\s+email\.send (email:\S+): the mailer cannot be searched`),
 	}
-	require.Eventually(t, func() bool {
-		out = d.stdout.String()
-		for _, re := range lookups {
-			if !re.MatchString(out) {
-				return false
-			}
-		}
-		return true
-	}, 20*time.Second, 100*time.Millisecond, "lookup stories missing:\n%s", d.stdout.String())
+	out = d.waitForStory(t, "lookup stories", 20*time.Second, lookups...)
 	// Limits across actions: the runaway refund loop stops at its
 	// customer's budget, and the mailer's breaker freezes email.send until
 	// the on-call lifts it, when the emails that waited go out.
@@ -161,15 +170,7 @@ func TestDemoPopulatesTriage(t *testing.T) {
 		regexp.MustCompile(`support-oncall\s+lifted the freeze of email\.send`),
 		regexp.MustCompile(`(?s)lifted the freeze.*mail-bot\s+email\.send (email:\S+): the freeze is lifted: sent \(msg_\d+\)`),
 	}
-	require.Eventually(t, func() bool {
-		out = d.stdout.String()
-		for _, re := range brakes {
-			if !re.MatchString(out) {
-				return false
-			}
-		}
-		return true
-	}, 45*time.Second, 100*time.Millisecond, "budget and breaker stories missing:\n%s", d.stdout.String())
+	out = d.waitForStory(t, "budget and breaker stories", 45*time.Second, brakes...)
 	require.NotContains(t, out, "did not trip")
 	retried := lookups[2].FindStringSubmatch(out)[1]
 	require.Contains(t, out, retried+": CRASHED before the request reached the provider", "the retried refund is one the PSP never got")
