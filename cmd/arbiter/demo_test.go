@@ -160,7 +160,7 @@ func TestDemoPopulatesTriage(t *testing.T) {
 		regexp.MustCompile(`demo\s+payments\.refund (refund:\S+): the PSP honours keys for 1s here .* it waits for you`),
 		regexp.MustCompile(`support-worker\s+email\.send (email:\S+): the mailer cannot be searched`),
 	}
-	out = d.waitForStory(t, "lookup stories", 20*time.Second, lookups...)
+	d.waitForStory(t, "lookup stories", 20*time.Second, lookups...)
 	// Limits across actions: the runaway refund loop stops at its
 	// customer's budget, and the mailer's breaker freezes email.send until
 	// the on-call lifts it, when the emails that waited go out.
