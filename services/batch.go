@@ -136,8 +136,6 @@ type groupItem struct {
 	pl plan
 	ch *driver.Change
 
-	// checks are a limited intent's limits as chargeNew judged them.
-	checks []record.LimitCheck
 	// Set by the flush.
 	res     EntryResult
 	written bool // ch was written: res holds the answer

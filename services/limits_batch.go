@@ -97,7 +97,7 @@ func (l *Ledger) chargeGroup(ctx context.Context, u *unit, items []*groupItem, l
 	use := map[groupKey]float64{}
 	var ps []driver.LimitUseParams
 	for _, it := range items {
-		it.written, it.ch, it.checks = false, nil, nil
+		it.written, it.ch = false, nil
 		for _, m := range it.asked.limits {
 			k := groupKey{m.ID, m.Group}
 			if _, ok := use[k]; !ok {
@@ -133,7 +133,6 @@ func (l *Ledger) chargeGroup(ctx context.Context, u *unit, items []*groupItem, l
 		if !created {
 			continue
 		}
-		it.checks = checks
 		it.ch.Charges = chargesOf(it.ch.Next, checks, now)
 		decided = append(decided, it)
 		for _, c := range it.ch.Charges {
