@@ -35,6 +35,9 @@ func (l *Ledger) Action(ctx context.Context, p Principal, id string) (*record.Ac
 // ActionByKey returns the action for key in namespace ns (p's own namespace
 // when ns is empty).
 func (l *Ledger) ActionByKey(ctx context.Context, p Principal, ns, key string) (*record.Action, error) {
+	if err := CheckFilterText("namespace", ns); err != nil {
+		return nil, err
+	}
 	if ns == "" {
 		ns = p.Namespace
 	}

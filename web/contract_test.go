@@ -178,7 +178,7 @@ func TestPolicyDryRunLimitZeroIsRefused(t *testing.T) {
 }
 
 // TestFilterTextPostgreSQLCannotCompare: a NUL or invalid UTF-8 in a filter
-// (?tool=, ?agent=, ?q=, ?namespace=, a bulk decision's filter.tool or
+// (?tool=, ?agent=, ?q=, ?namespace= with or without ?key=, a bulk decision's filter.tool or
 // filter.agent) is 400 invalid on both databases; PostgreSQL used to fail
 // the query with 500.
 func TestFilterTextPostgreSQLCannotCompare(t *testing.T) {
@@ -190,7 +190,8 @@ func TestFilterTextPostgreSQLCannotCompare(t *testing.T) {
 		operator := e.key("payments", "ops", services.RoleOperator)
 		for _, key := range []string{admin, reader} {
 			for _, q := range []string{"/v1/actions?tool=a%00b", "/v1/actions?agent=a%00b", "/v1/actions?q=a%00b",
-				"/v1/actions?namespace=a%00b", "/v1/actions?tool=a%FFb", "/v1/policies?namespace=a%00b"} {
+				"/v1/actions?namespace=a%00b", "/v1/actions?tool=a%FFb", "/v1/policies?namespace=a%00b",
+				"/v1/actions?namespace=a%00b&key=k", "/v1/actions?namespace=a%FFb&key=k"} {
 				status, m := e.do("GET", q, key, "")
 				require.Equal(t, 400, status, "%s: %v", q, m)
 				require.Equal(t, "invalid", errCode(m), q)
