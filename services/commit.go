@@ -144,7 +144,7 @@ func (l *Ledger) write(ctx context.Context, u *unit, chs []*driver.Change) ([]bo
 // action start or stop counting.
 func mayFlip(chs []*driver.Change) bool {
 	for _, ch := range chs {
-		if len(ch.Prev.Limits) > 0 && driver.MayFlip(ch.Prev.Status, ch.Next.Status) {
+		if driver.ChangeMayFlip(ch) {
 			return true
 		}
 	}

@@ -69,8 +69,7 @@ func (l *Ledger) checkLimits(ctx context.Context, u *unit, ms []LimitMatch, now 
 	ps := make([]driver.LimitUseParams, len(ms))
 	for i, m := range ms {
 		order[i] = i
-		ps[i] = driver.LimitUseParams{LimitID: m.ID, Group: m.Group, Since: now.Add(-m.Window), Window: m.Window,
-			Lock: driver.GroupLock(m.ID, m.Group)}
+		ps[i] = m.useParams(now)
 	}
 	slices.SortFunc(order, func(a, b int) int {
 		return cmp.Or(cmp.Compare(ps[a].Lock, ps[b].Lock), cmp.Compare(ps[a].LimitID, ps[b].LimitID),
@@ -86,12 +85,22 @@ func (l *Ledger) checkLimits(ctx context.Context, u *unit, ms []LimitMatch, now 
 	}
 	checks := make([]record.LimitCheck, len(ms))
 	for k, i := range order {
-		m := ms[i]
-		checks[i] = record.LimitCheck{ID: m.ID, Name: m.Name, Version: m.Version, Group: m.Group, Amount: m.Amount,
-			Max: m.Max, Used: used[k], Over: m.Over, Mode: m.Mode, Error: m.Error, Approvals: m.Approvals,
-			Exceeded: m.Error != "" || used[k]+m.Amount > m.Max}
+		checks[i] = ms[i].check(used[k])
 	}
 	return checks, nil
+}
+
+// useParams asks for m's group's use under its lock, as of now.
+func (m LimitMatch) useParams(now time.Time) driver.LimitUseParams {
+	return driver.LimitUseParams{LimitID: m.ID, Group: m.Group, Since: now.Add(-m.Window), Window: m.Window,
+		Lock: driver.GroupLock(m.ID, m.Group)}
+}
+
+// check judges m's charge against its group's counted use.
+func (m LimitMatch) check(used float64) record.LimitCheck {
+	return record.LimitCheck{ID: m.ID, Name: m.Name, Version: m.Version, Group: m.Group, Amount: m.Amount,
+		Max: m.Max, Used: used, Over: m.Over, Mode: m.Mode, Error: m.Error, Approvals: m.Approvals,
+		Exceeded: m.Error != "" || used+m.Amount > m.Max}
 }
 
 // chargesOf is what a new action's limits charge, to record with it: a

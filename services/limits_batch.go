@@ -102,8 +102,7 @@ func (l *Ledger) chargeGroup(ctx context.Context, u *unit, items []*groupItem, l
 			k := groupKey{m.ID, m.Group}
 			if _, ok := use[k]; !ok {
 				use[k] = 0
-				ps = append(ps, driver.LimitUseParams{LimitID: m.ID, Group: m.Group, Since: now.Add(-m.Window),
-					Window: m.Window, Lock: driver.GroupLock(m.ID, m.Group)})
+				ps = append(ps, m.useParams(now))
 			}
 		}
 	}
@@ -121,10 +120,7 @@ func (l *Ledger) chargeGroup(ctx context.Context, u *unit, items []*groupItem, l
 	for _, it := range items {
 		checks := make([]record.LimitCheck, len(it.asked.limits))
 		for i, m := range it.asked.limits {
-			u := use[groupKey{m.ID, m.Group}]
-			checks[i] = record.LimitCheck{ID: m.ID, Name: m.Name, Version: m.Version, Group: m.Group, Amount: m.Amount,
-				Max: m.Max, Used: u, Over: m.Over, Mode: m.Mode, Error: m.Error, Approvals: m.Approvals,
-				Exceeded: m.Error != "" || u+m.Amount > m.Max}
+			checks[i] = m.check(use[groupKey{m.ID, m.Group}])
 		}
 		created, err := l.decideNewWith(ctx, it, now, checks)
 		if err != nil {

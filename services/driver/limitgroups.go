@@ -190,12 +190,19 @@ func ApplyFlips(ctx context.Context, s GroupStore, fs []LimitFlip) error {
 	return s.SaveGroups(ctx, ks, ss)
 }
 
+// ChangeMayFlip reports whether ch updates an action that limits charged in
+// a way that may make a charge start or stop counting.
+func ChangeMayFlip(ch *Change) bool {
+	return ch.Prev != nil && len(ch.Prev.Limits) > 0 && MayFlip(ch.Prev.Status, ch.Next.Status)
+}
+
 // Flips are the changes among chs that may change whether their actions'
-// charges count: written, of an action with charges, and MayFlip.
+// charges count: written, and ChangeMayFlip.
+
 func Flips(chs []*Change, written []bool) []LimitFlip {
 	var fs []LimitFlip
 	for i, ch := range chs {
-		if written[i] && ch.Prev != nil && len(ch.Prev.Limits) > 0 && MayFlip(ch.Prev.Status, ch.Next.Status) {
+		if written[i] && ChangeMayFlip(ch) {
 			fs = append(fs, LimitFlip{ActionID: ch.Next.ID, From: ch.Prev.Status, To: ch.Next.Status})
 		}
 	}
