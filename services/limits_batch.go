@@ -19,6 +19,10 @@ import (
 // the use so far plus what those before it in the group added, and writes
 // the actions and their charges in one statement each. A hot group thus
 // costs one lock, one read and one commit per flush, not per intent.
+//
+// Before that, a group whose rows this process keeps is judged from them
+// and written in one statement that writes only if they are unchanged
+// (driver.LimitUseKept): no transaction, and one round trip per flush.
 
 // submitLimited records a new limited intent through a group.
 func (g *groupCommit) submitLimited(ctx context.Context, it *groupItem) (EntryResult, error) {
@@ -55,6 +59,11 @@ func (g *groupCommit) flushLimited(items []*groupItem) {
 // never written.
 var errKeysExisted = errors.New("ledger: some keys of the group existed")
 
+// errNotKept means a group of limited intents could not be judged from
+// the groups' rows as this process keeps them (driver.LimitUseKept), or
+// one had changed when it was written: nothing was written.
+var errNotKept = errors.New("ledger: limit groups not kept")
+
 // chargeTries bounds how often a group is judged again without the keys
 // that turned out to exist.
 const chargeTries = 3
@@ -75,6 +84,17 @@ func (l *Ledger) chargeNew(ctx context.Context, items []*groupItem) error {
 	slices.SortStableFunc(todo, func(a, b *groupItem) int {
 		return cmp.Or(strings.Compare(a.p.Namespace, b.p.Namespace), strings.Compare(a.in.Key, b.in.Key))
 	})
+	// First from the groups' rows as this process keeps them, in one
+	// statement; if it has not got them all, or one changed, under the
+	// groups' locks in a transaction.
+	u := &unit{ex: l.st.drv.Executor()}
+	_, err := l.chargeGroup(ctx, u, todo, true)
+	if !errors.Is(err, errNotKept) {
+		if err == nil && u.alerted {
+			l.wakeDispatcher()
+		}
+		return err
+	}
 	for try := 1; ; try++ {
 		var lost []*groupItem
 		err := l.inTxRetry(ctx, func(u *unit) error {
@@ -109,9 +129,16 @@ func (l *Ledger) chargeGroup(ctx context.Context, u *unit, items []*groupItem, l
 	slices.SortFunc(ps, func(a, b driver.LimitUseParams) int {
 		return cmp.Or(cmp.Compare(a.Lock, b.Lock), cmp.Compare(a.LimitID, b.LimitID), cmp.Compare(a.Group, b.Group))
 	})
-	used, err := u.ex.LimitUse(ctx, ps)
-	if err != nil {
-		return nil, DBError("ledger: read limit use", err)
+	var used []float64
+	if u.tx {
+		var err error
+		if used, err = u.ex.LimitUse(ctx, ps); err != nil {
+			return nil, DBError("ledger: read limit use", err)
+		}
+	} else if kept, ok := u.ex.LimitUseKept(ps); ok {
+		used = kept
+	} else {
+		return nil, errNotKept
 	}
 	for i, p := range ps {
 		use[groupKey{p.LimitID, p.Group}] = used[i]
@@ -145,6 +172,9 @@ func (l *Ledger) chargeGroup(ctx context.Context, u *unit, items []*groupItem, l
 		chs[i] = it.ch
 	}
 	written, err := l.write(ctx, u, chs) // with their charges
+	if errors.Is(err, driver.ErrKeptStale) {
+		return nil, errNotKept
+	}
 	if err != nil {
 		return nil, err
 	}

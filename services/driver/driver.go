@@ -33,6 +33,10 @@ import (
 // ErrNotFound is returned by reads of one row that find none.
 var ErrNotFound = errors.New("driver: not found")
 
+// ErrKeptStale means a group that LimitUseKept answered had changed by the
+// time its charges were written: nothing was written.
+var ErrKeptStale = errors.New("driver: a limit group changed since it was kept")
+
 // Driver is one database behind Arbiter.
 type Driver interface {
 	// Name names the database: "postgres" or "sqlite".
@@ -162,6 +166,15 @@ type Executor interface {
 	// single writer decides one at a time already. Call it in a
 	// transaction.
 	LimitUse(ctx context.Context, ps []LimitUseParams) ([]float64, error)
+	// LimitUseKept answers what LimitUse would, without a lock and without
+	// the database, from each group's row as this process last read or
+	// wrote it, when it has them all (PostgreSQL). Charges judged on it are
+	// written outside a transaction, by ActionInsertMany on this executor,
+	// and only if every group's row is still the one answered and nothing
+	// of it left the window unseen: otherwise nothing is written and it
+	// fails with ErrKeptStale. ok is false when it cannot answer; then
+	// call LimitUse in a transaction.
+	LimitUseKept(ps []LimitUseParams) (used []float64, ok bool)
 	// LimitFlipsApply keeps the groups' use right after actions changed
 	// status (MayFlip): each charge of theirs that starts or stops
 	// counting, and is still inside what its group keeps, adds or takes
@@ -216,7 +229,7 @@ type Change struct {
 	// Charges are what a new action's limits charge it, written with it
 	// if it is (ActionInsertMany), with what those that count add to
 	// their groups' kept use, read under their locks by LimitUse in the
-	// same transaction.
+	// same transaction, or answered by LimitUseKept on the same executor.
 	Charges []LimitCharge
 }
 

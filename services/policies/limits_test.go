@@ -438,3 +438,55 @@ func TestLimitHoldsUnderConcurrency(t *testing.T) {
 		require.Equal(t, 500.0, e.used(t, l, customer))
 	})
 }
+
+// TestLimitKeptRowsFollowOtherReplicas: on PostgreSQL a replica judges a
+// group it has read before from the row as it keeps it, and writes only if
+// the row is still so. Charges another replica made meanwhile, and charges
+// that left the window since, send it back to the row under its lock: the
+// group's use is never judged from a row that has changed.
+func TestLimitKeptRowsFollowOtherReplicas(t *testing.T) {
+	t.Parallel()
+	u := dbtest.MigratedPostgresURL(t)
+	open := func() *services.Store {
+		st, err := services.Open(context.Background(), u)
+		require.NoError(t, err)
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	e := newLimitEnv(t, open())
+	st2 := open()
+	lim2 := policies.NewLimits(st2)
+	policies.SetLimitsClock(lim2, e.clock.Now)
+	other := &limitEnv{env: &env{st: st2, agent: e.agent, reader: e.reader, ns: e.ns,
+		l: services.NewLedger(st2, services.LedgerConfig{Approver: policies.New(st2), Limiter: lim2, Now: e.clock.Now})},
+		lim: lim2, clock: e.clock}
+	l := e.limit(t, perCustomer(record.LimitDeny, 30))
+
+	require.Equal(t, record.OutcomeProceed, e.refund(t, "r1", "c", 10).Outcome)     // read under the lock, then kept
+	require.Equal(t, record.OutcomeProceed, e.refund(t, "r2", "c", 10).Outcome)     // judged from the kept row
+	require.Equal(t, record.OutcomeProceed, other.refund(t, "r3", "c", 10).Outcome) // the other replica
+	require.Equal(t, 30.0, e.used(t, l, "c"))
+	// The first replica's kept row says 20: it must not be judged on.
+	require.Equal(t, record.OutcomeDenied, e.refund(t, "r4", "c", 10).Outcome)
+	require.Equal(t, record.OutcomeDenied, other.refund(t, "r5", "c", 10).Outcome)
+	require.Equal(t, 30.0, e.used(t, l, "c"))
+
+	// The window passes: the kept row still says 30, but its charges have
+	// left the window.
+	e.clock.advance(time.Hour)
+	require.Equal(t, record.OutcomeProceed, e.refund(t, "r6", "c", 10).Outcome)
+	require.Equal(t, record.OutcomeProceed, e.refund(t, "r7", "c", 10).Outcome)
+	require.Equal(t, record.OutcomeProceed, other.refund(t, "r8", "c", 10).Outcome)
+	require.Equal(t, record.OutcomeDenied, e.refund(t, "r9", "c", 10).Outcome)
+	require.Equal(t, 30.0, e.used(t, l, "c"))
+
+	// A charge that stops counting (its action failed) frees its amount on
+	// both replicas.
+	a, err := e.l.ActionByKey(context.Background(), e.agent, e.ns, "r6")
+	require.NoError(t, err)
+	e.send(t, `{"key":"r6","type":"failed","attempt":1,"error":"card declined"}`)
+	require.Equal(t, 20.0, e.used(t, l, "c"), "action %s", a.ID)
+	require.Equal(t, record.OutcomeProceed, other.refund(t, "r10", "c", 10).Outcome)
+	require.Equal(t, record.OutcomeDenied, e.refund(t, "r11", "c", 10).Outcome)
+	require.Equal(t, 30.0, e.used(t, l, "c"))
+}

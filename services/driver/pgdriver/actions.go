@@ -3,6 +3,7 @@ package pgdriver
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -160,23 +161,28 @@ const insertMany = `WITH ` + insertRows + `
 SELECT id FROM a`
 
 // insertManyCharged is insertMany, with its alerts or not, that also
-// writes the new actions' limit charges (chargedRows).
-func insertManyCharged(alerted bool) string {
-	if alerted {
-		return insertManyChargedWithAlerts
-	}
-	return insertManyChargedOnly
+// writes the new actions' limit charges (chargedRows); gated, it writes
+// only if the groups are as judged (LimitUseKept).
+func insertManyCharged(alerted, gate bool) string {
+	return insertManyChargedSQL[b2i(alerted)][b2i(gate)]
 }
 
-var (
-	insertManyChargedOnly = `WITH ` + insertRows + chargedRows + `
-SELECT id FROM a`
-	insertManyChargedWithAlerts = `WITH ` + insertRows + chargedRows + `, alerted AS (
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+var insertManyChargedSQL = func() (q [2][2]string) {
+	q[0][0] = `WITH ` + insertRows + chargedRows + chargedResult
+	q[1][0] = `WITH ` + insertRows + chargedRows + `, alerted AS (
 	SELECT a.id, a.namespace, 1 AS entry_seq, v.created_at AS recorded_at, v.alerts
 	FROM a JOIN v ON v.id = a.id WHERE v.alerts IS NOT NULL
-), ` + outbox("alerted") + `
-SELECT id FROM a`
-)
+), ` + outbox("alerted") + chargedResult
+	q[0][1], q[1][1] = gated(q[0][0]), gated(q[1][0])
+	return q
+}()
 
 // charged reports whether a change among chs has limit charges.
 func charged(chs []*driver.Change) bool {
@@ -247,14 +253,16 @@ func (e *executor) ActionInsertMany(ctx context.Context, chs []*driver.Change) (
 	args := []any{ids, nss, keys, tools, effects, statuses, attempts,
 		leases, deadlines, refs, agents, runs, fps, params, results, extRefs, retriable, created,
 		entryIDs, types, kinds, actors, entryAttempts, payloads, occurred, alerts, approvals, recons, limits}
+	var inserted map[string]bool
+	var err error
 	if charged(chs) {
-		more, err := e.chargeArgs(chs)
-		if err != nil {
-			return nil, err
-		}
-		q, args = insertManyCharged(alerted), append(args, more...)
+		inserted, err = e.insertCharged(ctx, insertManyCharged(alerted, !e.inTx), args, chs)
+	} else {
+		inserted, err = returnedIDs(e.q.QueryContext(ctx, q, args...))
 	}
-	inserted, err := returnedIDs(e.q.QueryContext(ctx, q, args...))
+	if errors.Is(err, driver.ErrKeptStale) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pgdriver: create actions: %w", err)
 	}

@@ -34,6 +34,9 @@ type Driver struct {
 	// noEndpoint: the last set of changes written found no enabled webhook
 	// endpoint (ActionUpdateMany).
 	noEndpoint atomic.Bool
+	// groups is each limit group's row as this process last read or wrote
+	// it (LimitUseKept).
+	groups keptGroups
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -74,14 +77,16 @@ func (d *Driver) Embedded() bool       { return false }
 // not hold up every new intent.
 func (d *Driver) Concurrency() driver.Concurrency { return driver.Concurrency{Flushers: 2} }
 
-func (d *Driver) Executor() driver.Executor { return &executor{q: d.db, noEndpoint: &d.noEndpoint} }
+func (d *Driver) Executor() driver.Executor {
+	return &executor{q: d.db, noEndpoint: &d.noEndpoint, groups: &d.groups}
+}
 
 func (d *Driver) Begin(ctx context.Context) (driver.Tx, error) {
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &txExecutor{executor: executor{q: tx, inTx: true, noEndpoint: &d.noEndpoint}, tx: tx}, nil
+	return &txExecutor{executor: executor{q: tx, inTx: true, noEndpoint: &d.noEndpoint, groups: &d.groups}, tx: tx}, nil
 }
 
 func (d *Driver) Migrations() fs.FS {
@@ -116,6 +121,12 @@ type executor struct {
 	// kept are the limit groups' rows LimitUse read in this transaction,
 	// for ActionInsertMany to write with the charges.
 	kept map[driver.GroupKey]driver.GroupState
+	// groups is the driver's; judged are the groups LimitUseKept answered
+	// from it, for ActionInsertMany to write only if they are still so;
+	// written are the rows this transaction wrote, kept once it commits.
+	groups  *keptGroups
+	judged  map[driver.GroupKey]judgedGroup
+	written []keptRow
 }
 
 type txExecutor struct {
@@ -123,7 +134,13 @@ type txExecutor struct {
 	tx *sql.Tx
 }
 
-func (t *txExecutor) Commit() error   { return t.tx.Commit() }
+func (t *txExecutor) Commit() error {
+	if err := t.tx.Commit(); err != nil {
+		return err
+	}
+	t.groups.put(t.written)
+	return nil
+}
 func (t *txExecutor) Rollback() error { return t.tx.Rollback() }
 
 // redactErr keeps a password out of an error about its URL.

@@ -67,7 +67,8 @@ func (e *executor) saveKept(ctx context.Context) error {
 
 // groupStore is limit_groups on PostgreSQL: each step one statement for
 // every group at once. The locks are taken by the read that follows them
-// (limit_groups_locked, migration 00019), in the same round trip.
+// (limit_groups_locked, migrations 00019 and 00020, which also locks the
+// rows), in the same round trip.
 type groupStore struct {
 	e     *executor
 	locks []int64
@@ -191,53 +192,6 @@ func (s *groupStore) ChargesOf(ctx context.Context, actionIDs []string) ([]drive
 		out = append(out, c)
 	}
 	return out, rows.Err()
-}
-
-// chargedRows writes the charges of the actions insertRows inserted, and
-// the groups' rows LimitUse read with what the counting ones add ($30 on).
-const chargedRows = `, ch AS (
-	INSERT INTO limit_charges (limit_id, group_key, action_id, amount, charged_at, held)
-	SELECT x.limit_id, x.grp, x.action_id, x.amount, x.charged_at, x.held
-	FROM unnest($30::uuid[], $31::text[], $32::uuid[], $33::float8[], $34::timestamptz[], $35::bool[])
-		AS x(limit_id, grp, action_id, amount, charged_at, held)
-	WHERE x.action_id IN (SELECT id FROM a)
-), lg AS (
-	INSERT INTO limit_groups (limit_id, group_key, used, aged_to, window_seconds)
-	SELECT k.limit_id, k.grp, k.used + coalesce((SELECT sum(x.amount)
-			FROM unnest($30::uuid[], $31::text[], $32::uuid[], $33::float8[], $36::bool[]) AS x(limit_id, grp, action_id, amount, counts)
-			WHERE x.limit_id = k.limit_id AND x.grp = k.grp AND x.counts AND x.action_id IN (SELECT id FROM a)), 0),
-		k.aged_to, k.window_seconds
-	FROM unnest($37::uuid[], $38::text[], $39::float8[], $40::timestamptz[], $41::int[]) AS k(limit_id, grp, used, aged_to, window_seconds)
-	ON CONFLICT (limit_id, group_key) DO UPDATE
-	SET used = excluded.used, aged_to = excluded.aged_to, window_seconds = excluded.window_seconds
-)`
-
-// chargeArgs are chargedRows' arguments: chs' charges and the kept rows,
-// which they then leave to the next read.
-func (e *executor) chargeArgs(chs []*driver.Change) ([]any, error) {
-	var (
-		ids, groups, actions = strs{}, strs{}, strs{}
-		amounts, at          = pgFloats{}, times{}
-		held, counts         = bools{}, bools{}
-	)
-	for _, ch := range chs {
-		for _, c := range ch.Charges {
-			if _, ok := e.kept[driver.GroupKey{LimitID: c.LimitID, Group: c.Group}]; !ok {
-				return nil, fmt.Errorf("pgdriver: charge to limit %s group %q without reading its use first", c.LimitID, c.Group)
-			}
-			ids, groups, actions = append(ids, c.LimitID), append(groups, c.Group), append(actions, c.ActionID)
-			amounts, at = append(amounts, c.Amount), append(at, c.ChargedAt.UTC())
-			held, counts = append(held, c.Held), append(counts, c.Counts)
-		}
-	}
-	gids, ggroups := make(strs, 0, len(e.kept)), make(strs, 0, len(e.kept))
-	used, aged, windows := make(pgFloats, 0, len(e.kept)), make(times, 0, len(e.kept)), make(ints, 0, len(e.kept))
-	for k, st := range e.kept {
-		gids, ggroups = append(gids, k.LimitID), append(ggroups, k.Group)
-		used, aged, windows = append(used, st.Used), append(aged, st.AgedTo.UTC()), append(windows, int(st.Window/time.Second))
-	}
-	clear(e.kept)
-	return []any{ids, groups, actions, amounts, at, held, counts, gids, ggroups, used, aged, windows}, nil
 }
 
 var limitUsage = `SELECT c.group_key, sum(c.amount), count(*), min(c.charged_at)

@@ -21,6 +21,10 @@ var counting = `c.charged_at > ? AND a.status NOT IN (` + driver.LiteralList(dri
 var countingNow = `a.status NOT IN (` + driver.LiteralList(driver.LimitUncounted) + `)
 	AND NOT (c.held AND a.status = 'awaiting_approval')`
 
+// LimitUseKept cannot answer: SQLite's single writer judges every charge
+// in a transaction of its own already.
+func (e *executor) LimitUseKept([]driver.LimitUseParams) ([]float64, bool) { return nil, false }
+
 // LimitUse answers the groups' kept use (driver.KeptUse) on the writer:
 // the single writer decides one charge at a time, so it needs no lock of
 // its own, and it sees what its own transaction wrote.

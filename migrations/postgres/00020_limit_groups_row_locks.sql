@@ -1,0 +1,49 @@
+-- +goose Up
+-- A group's row is also locked, in the order of the advisory locks, when
+-- the ledger reads it under them: a group of intents judged from this
+-- process's memory writes its charges in one statement that locks the rows
+-- of its groups (FOR UPDATE, in the same order) and writes only if each is
+-- still the row it was judged against, so the row lock is what the two
+-- ways of charging a group wait on.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION limit_groups_locked(ids uuid[], grps text[], until timestamptz[], locks bigint[], uncounted text[])
+RETURNS TABLE (o_i bigint, o_used double precision, o_aged_to timestamptz, o_window integer, o_left double precision)
+LANGUAGE plpgsql VOLATILE AS $fn$
+BEGIN
+    PERFORM pg_advisory_xact_lock(k) FROM unnest(locks) AS t(k);
+    RETURN QUERY
+    SELECT w.i, g.used, g.aged_to, g.window_seconds,
+        CASE WHEN w.until > g.aged_to THEN (SELECT coalesce(sum(c.amount), 0) FROM limit_charges c
+            JOIN actions a ON a.id = c.action_id
+            WHERE c.limit_id = g.limit_id AND c.group_key = g.group_key
+                AND c.charged_at > g.aged_to AND c.charged_at <= w.until
+                AND a.status <> ALL (uncounted)
+                AND NOT (c.held AND a.status = 'awaiting_approval')) ELSE 0 END
+    FROM unnest(ids, grps, until) WITH ORDINALITY AS w(limit_id, grp, until, i)
+    JOIN limit_groups g ON g.limit_id = w.limit_id AND g.group_key = w.grp
+    ORDER BY w.i
+    FOR UPDATE OF g;
+END
+$fn$;
+-- +goose StatementEnd
+
+-- +goose Down
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION limit_groups_locked(ids uuid[], grps text[], until timestamptz[], locks bigint[], uncounted text[])
+RETURNS TABLE (o_i bigint, o_used double precision, o_aged_to timestamptz, o_window integer, o_left double precision)
+LANGUAGE plpgsql VOLATILE AS $fn$
+BEGIN
+    PERFORM pg_advisory_xact_lock(k) FROM unnest(locks) AS t(k);
+    RETURN QUERY
+    SELECT w.i, g.used, g.aged_to, g.window_seconds,
+        CASE WHEN w.until > g.aged_to THEN (SELECT coalesce(sum(c.amount), 0) FROM limit_charges c
+            JOIN actions a ON a.id = c.action_id
+            WHERE c.limit_id = g.limit_id AND c.group_key = g.group_key
+                AND c.charged_at > g.aged_to AND c.charged_at <= w.until
+                AND a.status <> ALL (uncounted)
+                AND NOT (c.held AND a.status = 'awaiting_approval')) ELSE 0 END
+    FROM unnest(ids, grps, until) WITH ORDINALITY AS w(limit_id, grp, until, i)
+    JOIN limit_groups g ON g.limit_id = w.limit_id AND g.group_key = w.grp;
+END
+$fn$;
+-- +goose StatementEnd
