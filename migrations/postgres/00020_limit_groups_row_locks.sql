@@ -5,9 +5,14 @@
 -- of its groups (FOR UPDATE, in the same order) and writes only if each is
 -- still the row it was judged against, so the row lock is what the two
 -- ways of charging a group wait on.
+-- It also answers, as o_next, the earliest charge after the window's new
+-- start that counts: until then nothing of the group can leave the window,
+-- so the row kept in memory stays exact.
+DROP FUNCTION limit_groups_locked(uuid[], text[], timestamptz[], bigint[], text[]);
 -- +goose StatementBegin
-CREATE OR REPLACE FUNCTION limit_groups_locked(ids uuid[], grps text[], until timestamptz[], locks bigint[], uncounted text[])
-RETURNS TABLE (o_i bigint, o_used double precision, o_aged_to timestamptz, o_window integer, o_left double precision)
+CREATE FUNCTION limit_groups_locked(ids uuid[], grps text[], until timestamptz[], locks bigint[], uncounted text[])
+RETURNS TABLE (o_i bigint, o_used double precision, o_aged_to timestamptz, o_window integer, o_left double precision,
+    o_next timestamptz)
 LANGUAGE plpgsql VOLATILE AS $fn$
 BEGIN
     PERFORM pg_advisory_xact_lock(k) FROM unnest(locks) AS t(k);
@@ -18,7 +23,13 @@ BEGIN
             WHERE c.limit_id = g.limit_id AND c.group_key = g.group_key
                 AND c.charged_at > g.aged_to AND c.charged_at <= w.until
                 AND a.status <> ALL (uncounted)
-                AND NOT (c.held AND a.status = 'awaiting_approval')) ELSE 0 END
+                AND NOT (c.held AND a.status = 'awaiting_approval')) ELSE 0 END,
+        (SELECT min(c.charged_at) FROM limit_charges c
+            JOIN actions a ON a.id = c.action_id
+            WHERE c.limit_id = g.limit_id AND c.group_key = g.group_key
+                AND c.charged_at > greatest(g.aged_to, w.until)
+                AND a.status <> ALL (uncounted)
+                AND NOT (c.held AND a.status = 'awaiting_approval'))
     FROM unnest(ids, grps, until) WITH ORDINALITY AS w(limit_id, grp, until, i)
     JOIN limit_groups g ON g.limit_id = w.limit_id AND g.group_key = w.grp
     ORDER BY w.i
@@ -28,8 +39,9 @@ $fn$;
 -- +goose StatementEnd
 
 -- +goose Down
+DROP FUNCTION limit_groups_locked(uuid[], text[], timestamptz[], bigint[], text[]);
 -- +goose StatementBegin
-CREATE OR REPLACE FUNCTION limit_groups_locked(ids uuid[], grps text[], until timestamptz[], locks bigint[], uncounted text[])
+CREATE FUNCTION limit_groups_locked(ids uuid[], grps text[], until timestamptz[], locks bigint[], uncounted text[])
 RETURNS TABLE (o_i bigint, o_used double precision, o_aged_to timestamptz, o_window integer, o_left double precision)
 LANGUAGE plpgsql VOLATILE AS $fn$
 BEGIN

@@ -37,6 +37,10 @@ type GroupState struct {
 	// Left is what Groups found left the window: the counting charges
 	// after AgedTo and at or before the since it was asked for.
 	Left float64
+	// Next is the earliest counting charge after the window's start as
+	// Groups read it (zero: none), until which nothing of the group can
+	// leave the window. Only PostgreSQL reads it, for LimitUseKept.
+	Next time.Time
 }
 
 // GroupStore is the SQL KeptUse and ApplyFlips run, one driver's.
@@ -103,7 +107,8 @@ func KeptUse(ctx context.Context, s GroupStore, ps []LimitUseParams) ([]float64,
 			return nil, nil, nil, err
 		}
 		for k, i := range full {
-			states[i] = GroupState{Found: true, Used: used[k], AgedTo: ps[i].Since, Window: ps[i].Window}
+			// Next unknown: as if a charge might leave the window at once.
+			states[i] = GroupState{Found: true, Used: used[k], AgedTo: ps[i].Since, Window: ps[i].Window, Next: ps[i].Since}
 		}
 	}
 	used := make([]float64, len(ps))

@@ -90,8 +90,11 @@ func (e *executor) LimitUseKept(ps []driver.LimitUseParams) ([]float64, bool) {
 		k := driver.GroupKey{LimitID: p.LimitID, Group: p.Group}
 		st, ok := e.groups.m[k]
 		// A row kept for another window, or not read for a whole window,
-		// is summed again under the lock (driver.KeptUse).
-		if !ok || st.Window != p.Window || st.AgedTo.Before(p.Since.Add(-p.Window)) {
+		// is summed again under the lock (driver.KeptUse); one whose
+		// earliest counting charge may have left the window is read again
+		// under it.
+		if !ok || st.Window != p.Window || st.AgedTo.Before(p.Since.Add(-p.Window)) ||
+			(!st.Next.IsZero() && !p.Since.Before(st.Next)) {
 			return nil, false
 		}
 		used[i], judged[k] = max(0, st.Used), judgedGroup{st, p.Since}
@@ -129,6 +132,7 @@ func (e *executor) insertCharged(ctx context.Context, q string, args []any, chs 
 	if err != nil {
 		return nil, err
 	}
+	nextCharges(wrote, chs, inserted)
 	switch {
 	case stale:
 		e.groups.drop(keys)
@@ -166,6 +170,26 @@ func readCharged(rows *sql.Rows, groups map[driver.GroupKey]driver.GroupState) (
 		}
 	}
 	return inserted, wrote, stale, rows.Err()
+}
+
+// nextCharges moves each written group's Next to the earliest counting
+// charge written, if it has none.
+func nextCharges(wrote []keptRow, chs []*driver.Change, inserted map[string]bool) {
+	index := make(map[driver.GroupKey]int, len(wrote))
+	for i, r := range wrote {
+		index[r.key] = i
+	}
+	for _, ch := range chs {
+		for _, c := range ch.Charges {
+			i, ok := index[driver.GroupKey{LimitID: c.LimitID, Group: c.Group}]
+			if !ok || !c.Counts || !inserted[c.ActionID] {
+				continue
+			}
+			if st := &wrote[i].st; st.Next.IsZero() || c.ChargedAt.Before(st.Next) {
+				st.Next = c.ChargedAt.UTC()
+			}
+		}
+	}
 }
 
 // chargeArgs are chargedRows' arguments: chs' charges and the groups'

@@ -2,6 +2,7 @@ package pgdriver
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -121,10 +122,14 @@ func (s *groupStore) Groups(ctx context.Context, keys []driver.GroupKey, since [
 	for rows.Next() {
 		var i, window int
 		var st driver.GroupState
-		if err := rows.Scan(&i, &st.Used, &st.AgedTo, &window, &st.Left); err != nil {
+		var next sql.NullTime
+		if err := rows.Scan(&i, &st.Used, &st.AgedTo, &window, &st.Left, &next); err != nil {
 			return nil, err
 		}
 		st.Found, st.AgedTo, st.Window = true, st.AgedTo.UTC(), time.Duration(window)*time.Second
+		if next.Valid {
+			st.Next = next.Time.UTC()
+		}
 		out[i-1] = st
 	}
 	return out, rows.Err()
