@@ -5,14 +5,32 @@
 -- of its groups (FOR UPDATE, in the same order) and writes only if each is
 -- still the row it was judged against, so the row lock is what the two
 -- ways of charging a group wait on.
--- It also answers, as o_next, the earliest charge after the window's new
+-- Each row is found by its key ("= ANY(ARRAY[…])" keeps the planner from
+-- hashing the whole table for a few groups). It also answers, as o_next, the earliest charge after the window's new
 -- start that counts: until then nothing of the group can leave the window,
 -- so the row kept in memory stays exact.
+--
+-- Each row has a version, new from one sequence on every insert and
+-- update whoever writes it, which is what "still the row judged against"
+-- compares.
+CREATE SEQUENCE limit_groups_version;
+ALTER TABLE limit_groups ADD COLUMN version bigint NOT NULL DEFAULT nextval('limit_groups_version');
+-- +goose StatementBegin
+CREATE FUNCTION limit_groups_versioned() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    NEW.version := nextval('limit_groups_version');
+    RETURN NEW;
+END
+$fn$;
+-- +goose StatementEnd
+CREATE TRIGGER limit_groups_versioned BEFORE UPDATE ON limit_groups
+    FOR EACH ROW EXECUTE FUNCTION limit_groups_versioned();
+
 DROP FUNCTION limit_groups_locked(uuid[], text[], timestamptz[], bigint[], text[]);
 -- +goose StatementBegin
 CREATE FUNCTION limit_groups_locked(ids uuid[], grps text[], until timestamptz[], locks bigint[], uncounted text[])
 RETURNS TABLE (o_i bigint, o_used double precision, o_aged_to timestamptz, o_window integer, o_left double precision,
-    o_next timestamptz)
+    o_next timestamptz, o_version bigint)
 LANGUAGE plpgsql VOLATILE AS $fn$
 BEGIN
     PERFORM pg_advisory_xact_lock(k) FROM unnest(locks) AS t(k);
@@ -29,9 +47,10 @@ BEGIN
             WHERE c.limit_id = g.limit_id AND c.group_key = g.group_key
                 AND c.charged_at > greatest(g.aged_to, w.until)
                 AND a.status <> ALL (uncounted)
-                AND NOT (c.held AND a.status = 'awaiting_approval'))
+                AND NOT (c.held AND a.status = 'awaiting_approval')),
+        g.version
     FROM unnest(ids, grps, until) WITH ORDINALITY AS w(limit_id, grp, until, i)
-    JOIN limit_groups g ON g.limit_id = w.limit_id AND g.group_key = w.grp
+    JOIN limit_groups g ON g.limit_id = ANY(ARRAY[w.limit_id]) AND g.group_key = ANY(ARRAY[w.grp])
     ORDER BY w.i
     FOR UPDATE OF g;
 END
@@ -39,6 +58,10 @@ $fn$;
 -- +goose StatementEnd
 
 -- +goose Down
+DROP TRIGGER limit_groups_versioned ON limit_groups;
+DROP FUNCTION limit_groups_versioned();
+ALTER TABLE limit_groups DROP COLUMN version;
+DROP SEQUENCE limit_groups_version;
 DROP FUNCTION limit_groups_locked(uuid[], text[], timestamptz[], bigint[], text[]);
 -- +goose StatementBegin
 CREATE FUNCTION limit_groups_locked(ids uuid[], grps text[], until timestamptz[], locks bigint[], uncounted text[])

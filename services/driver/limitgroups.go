@@ -39,8 +39,10 @@ type GroupState struct {
 	Left float64
 	// Next is the earliest counting charge after the window's start as
 	// Groups read it (zero: none), until which nothing of the group can
-	// leave the window. Only PostgreSQL reads it, for LimitUseKept.
-	Next time.Time
+	// leave the window. Version is the row's, new on every write. Only
+	// PostgreSQL reads them, for LimitUseKept.
+	Next    time.Time
+	Version int64
 }
 
 // GroupStore is the SQL KeptUse and ApplyFlips run, one driver's.

@@ -125,7 +125,7 @@ type executor struct {
 	// from it, for ActionInsertMany to write only if they are still so;
 	// written are the rows this transaction wrote, kept once it commits.
 	groups  *keptGroups
-	judged  map[driver.GroupKey]judgedGroup
+	judged  map[driver.GroupKey]driver.GroupState
 	written []keptRow
 }
 

@@ -16,10 +16,11 @@ import (
 // A group of new intents charged to limit groups this process has read or
 // written before is judged from memory (LimitUseKept) and written in one
 // autocommitted statement instead of a transaction of four round trips.
-// The statement first locks the groups' rows, in the order LimitUse takes
-// their locks (migration 00020), and writes the actions, their charges and
-// the groups' new use only if every row is still the one judged against
-// and none of its counting charges left the window unseen (gate). Another
+// It judges only while no counting charge of a group can have left the
+// window (GroupState.Next). The statement first locks the groups' rows, in
+// the order LimitUse takes their locks (migration 00020), and writes the
+// actions, their charges and the groups' new use only if every row is
+// still the version judged against (gate). Another
 // replica's charge, a charge that started or stopped counting, a row this
 // process never saw: the statement writes nothing, ActionInsertMany fails
 // with ErrKeptStale, and the ledger judges the intents again under the
@@ -39,13 +40,6 @@ type keptGroups struct {
 type keptRow struct {
 	key driver.GroupKey
 	st  driver.GroupState
-}
-
-// judgedGroup is a group as LimitUseKept answered it, and the start of
-// the window it was asked for.
-type judgedGroup struct {
-	st    driver.GroupState
-	since time.Time
 }
 
 func (k *keptGroups) put(rows []keptRow) {
@@ -83,7 +77,7 @@ func (e *executor) LimitUseKept(ps []driver.LimitUseParams) ([]float64, bool) {
 		return nil, false
 	}
 	used := make([]float64, len(ps))
-	judged := make(map[driver.GroupKey]judgedGroup, len(ps))
+	judged := make(map[driver.GroupKey]driver.GroupState, len(ps))
 	e.groups.mu.Lock()
 	defer e.groups.mu.Unlock()
 	for i, p := range ps {
@@ -97,7 +91,7 @@ func (e *executor) LimitUseKept(ps []driver.LimitUseParams) ([]float64, bool) {
 			(!st.Next.IsZero() && !p.Since.Before(st.Next)) {
 			return nil, false
 		}
-		used[i], judged[k] = max(0, st.Used), judgedGroup{st, p.Since}
+		used[i], judged[k] = max(0, st.Used), st
 	}
 	e.judged = judged
 	return used, true
@@ -107,20 +101,15 @@ func (e *executor) LimitUseKept(ps []driver.LimitUseParams) ([]float64, bool) {
 // arguments) and reads what it returns: the actions inserted, each group's
 // row as written, and whether the gate refused.
 func (e *executor) insertCharged(ctx context.Context, q string, args []any, chs []*driver.Change) (map[string]bool, error) {
-	var judged map[driver.GroupKey]judgedGroup
 	groups := e.kept
 	if !e.inTx {
 		if e.judged == nil {
 			return nil, fmt.Errorf("pgdriver: charges outside a transaction without LimitUseKept")
 		}
-		judged, e.judged = e.judged, nil
-		groups = make(map[driver.GroupKey]driver.GroupState, len(judged))
-		for k, j := range judged {
-			groups[k] = j.st
-		}
+		groups, e.judged = e.judged, nil
 	}
 	defer clear(e.kept) // written now, or left to the next read
-	keys, more, err := chargeArgs(chs, groups, judged)
+	keys, more, err := chargeArgs(chs, groups, !e.inTx)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +143,8 @@ func readCharged(rows *sql.Rows, groups map[driver.GroupKey]driver.GroupState) (
 		var kind string
 		var id, group sql.NullString
 		var used sql.NullFloat64
-		if err := rows.Scan(&kind, &id, &group, &used); err != nil {
+		var version sql.NullInt64
+		if err := rows.Scan(&kind, &id, &group, &used, &version); err != nil {
 			return nil, nil, false, err
 		}
 		switch kind {
@@ -163,7 +153,7 @@ func readCharged(rows *sql.Rows, groups map[driver.GroupKey]driver.GroupState) (
 		case "group":
 			k := driver.GroupKey{LimitID: id.String, Group: group.String}
 			st := groups[k]
-			st.Found, st.Used, st.Left = true, used.Float64, 0
+			st.Found, st.Used, st.Left, st.Version = true, used.Float64, 0, version.Int64
 			wrote = append(wrote, keptRow{k, st})
 		case "stale":
 			stale = true
@@ -193,9 +183,9 @@ func nextCharges(wrote []keptRow, chs []*driver.Change, inserted map[string]bool
 }
 
 // chargeArgs are chargedRows' arguments: chs' charges and the groups'
-// rows, in the order of their locks; with judged, also each group's
-// window start for the gate.
-func chargeArgs(chs []*driver.Change, groups map[driver.GroupKey]driver.GroupState, judged map[driver.GroupKey]judgedGroup) ([]driver.GroupKey, []any, error) {
+// rows, in the order of their locks; versioned, also their versions and
+// number for the gate.
+func chargeArgs(chs []*driver.Change, groups map[driver.GroupKey]driver.GroupState, versioned bool) ([]driver.GroupKey, []any, error) {
 	var (
 		ids, grps, actions = strs{}, strs{}, strs{}
 		amounts, at        = pgFloats{}, times{}
@@ -227,12 +217,12 @@ func chargeArgs(chs []*driver.Change, groups map[driver.GroupKey]driver.GroupSta
 		used[i], aged[i], windows[i] = st.Used, st.AgedTo.UTC(), int(st.Window/time.Second)
 	}
 	args := []any{ids, grps, actions, amounts, at, held, counts, gids, ggroups, used, aged, windows}
-	if judged != nil {
-		since := make(times, len(keys))
+	if versioned {
+		versions := make(int64s, len(keys))
 		for i, k := range keys {
-			since[i] = judged[k].since.UTC()
+			versions[i] = groups[k].Version
 		}
-		args = append(args, since, len(keys))
+		args = append(args, versions, len(keys))
 	}
 	return keys, args, nil
 }
@@ -255,23 +245,21 @@ const chargedRows = `, ch AS (
 	FROM unnest($37::uuid[], $38::text[], $39::float8[], $40::timestamptz[], $41::int[]) AS k(limit_id, grp, used, aged_to, window_seconds)
 	ON CONFLICT (limit_id, group_key) DO UPDATE
 	SET used = excluded.used, aged_to = excluded.aged_to, window_seconds = excluded.window_seconds
-	RETURNING limit_id, group_key, used
+	RETURNING limit_id, group_key, used, version
 )`
 
 // gate locks the judged groups' rows in their order ($37 on, with each
-// window's start $42 and their number $43) and is true only if each is
-// as judged and none of its counting charges after aged_to has left the
-// window. Under READ COMMITTED a row another transaction changed meanwhile
-// is locked as it is now and checked again, so a changed row fails it.
-var gate = `gate AS (
+// row's version $42 and their number $43) and is true only if each is
+// still the version judged against. Under READ COMMITTED a row another
+// transaction changed meanwhile is locked as it is now and checked again,
+// so a changed row fails it. The join is written "= ANY(ARRAY[…])" so that
+// the planner finds each row by its key rather than hashing the table (as
+// updateMany does).
+const gate = `gate AS (
 	SELECT count(*) = $43 AS ok FROM (
-		SELECT 1 FROM unnest($37::uuid[], $38::text[], $39::float8[], $40::timestamptz[], $41::int[], $42::timestamptz[])
-			WITH ORDINALITY AS k(limit_id, grp, used, aged_to, window_seconds, since, i)
-		JOIN limit_groups g ON g.limit_id = k.limit_id AND g.group_key = k.grp
-		WHERE g.used = k.used AND g.aged_to = k.aged_to AND g.window_seconds = k.window_seconds
-			AND NOT EXISTS (SELECT 1 FROM limit_charges c JOIN actions a ON a.id = c.action_id
-				WHERE c.limit_id = g.limit_id AND c.group_key = g.group_key
-					AND c.charged_at > g.aged_to AND c.charged_at <= k.since AND ` + countingNow + `)
+		SELECT 1 FROM unnest($37::uuid[], $38::text[], $42::bigint[]) WITH ORDINALITY AS k(limit_id, grp, version, i)
+		JOIN limit_groups g ON g.limit_id = ANY(ARRAY[k.limit_id]) AND g.group_key = ANY(ARRAY[k.grp])
+		WHERE g.version = k.version
 		ORDER BY k.i
 		FOR UPDATE OF g
 	) locked
@@ -280,8 +268,8 @@ var gate = `gate AS (
 // chargedResult is what a charged insert returns: the actions inserted
 // and the groups' rows written.
 const chargedResult = `
-SELECT 'action', id::text, NULL::text, NULL::float8 FROM a
-UNION ALL SELECT 'group', limit_id::text, group_key, used FROM lg`
+SELECT 'action', id::text, NULL::text, NULL::float8, NULL::bigint FROM a
+UNION ALL SELECT 'group', limit_id::text, group_key, used, version FROM lg`
 
 // gated makes a charged insert write only if the gate holds, and say so.
 func gated(q string) string {
@@ -296,5 +284,5 @@ func gated(q string) string {
 		q = strings.Replace(q, r[0], r[1], 1)
 	}
 	return q + `
-UNION ALL SELECT 'stale', NULL, NULL, NULL WHERE NOT (SELECT ok FROM gate)`
+UNION ALL SELECT 'stale', NULL, NULL, NULL, NULL WHERE NOT (SELECT ok FROM gate)`
 }

@@ -123,7 +123,7 @@ func (s *groupStore) Groups(ctx context.Context, keys []driver.GroupKey, since [
 		var i, window int
 		var st driver.GroupState
 		var next sql.NullTime
-		if err := rows.Scan(&i, &st.Used, &st.AgedTo, &window, &st.Left, &next); err != nil {
+		if err := rows.Scan(&i, &st.Used, &st.AgedTo, &window, &st.Left, &next, &st.Version); err != nil {
 			return nil, err
 		}
 		st.Found, st.AgedTo, st.Window = true, st.AgedTo.UTC(), time.Duration(window)*time.Second
