@@ -205,7 +205,6 @@ func ChangeMayFlip(ch *Change) bool {
 
 // Flips are the changes among chs that may change whether their actions'
 // charges count: written, and ChangeMayFlip.
-
 func Flips(chs []*Change, written []bool) []LimitFlip {
 	var fs []LimitFlip
 	for i, ch := range chs {
