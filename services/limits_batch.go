@@ -86,7 +86,10 @@ func (l *Ledger) chargeNew(ctx context.Context, items []*groupItem) error {
 	})
 	// First from the groups' rows as this process keeps them, in one
 	// statement; if it has not got them all, or one changed, under the
-	// groups' locks in a transaction.
+	// groups' locks in a transaction. That statement commits what it
+	// wrote, so it is judged as a last try: a key that turned out to exist
+	// is left to the caller, and the intents after it in its group were
+	// judged with its charge (refused a little early, never let over max).
 	u := &unit{ex: l.st.drv.Executor()}
 	_, err := l.chargeGroup(ctx, u, todo, true)
 	if !errors.Is(err, errNotKept) {
