@@ -66,6 +66,8 @@ type Driver interface {
 	// Embedded reports whether the database lives in the process's own
 	// files, so that `serve` migrates it without being told to.
 	Embedded() bool
+	// Logger keeps the evidence log beside the entries.
+	Logger
 	// Seed fills the database with synthetic actions in bulk, for
 	// benchmarks and query-plan tests.
 	Seed(ctx context.Context, p *SeedParams) (string, error)
