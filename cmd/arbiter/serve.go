@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/arbiter-ledger/arbiter/services/accounts"
+	"github.com/arbiter-ledger/arbiter/services/evidence"
 	"github.com/arbiter-ledger/arbiter/services/policies"
 	"github.com/arbiter-ledger/arbiter/services/sso"
 	"github.com/arbiter-ledger/arbiter/services/webhooks"
@@ -278,9 +279,14 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 	srv.bg.Go(func() { ledger.RunSweeper(bg, log, s.SweepInterval, s.Retention, metrics.ObserveSweep) })
 	srv.bg.Go(func() { dispatcher.Run(bg) })
 	srv.bg.Go(func() { policies.RunBrakes(bg, log, BrakesInterval, freezes, breakers, metrics.ObserveBreakerTrip) })
+	srv.bg.Go(func() { evidence.NewSequencer(st.Driver()).Run(bg, log, LogInterval) })
 	go func() { srv.serveErr <- srv.http.Serve(ln) }()
 	return srv, nil
 }
+
+// LogInterval is how often each replica offers to sequence the evidence
+// log; one at a time does (SPEC: entries join it within 2 s).
+const LogInterval = time.Second
 
 // BrakesInterval is how often each replica checks the breakers and
 // finishes letting go of what lifted freezes held.
