@@ -14,9 +14,9 @@ import (
 // any order, so an entry's id says nothing of when it became visible. Each
 // entry keeps the id of the transaction that wrote it (txid), and a pass
 // logs, in (txid, id) order, only entries of transactions below the oldest
-// one still running: every one of those has ended, so none can still
-// commit behind the cursor. A long writing transaction holds the log back
-// until it ends, no longer.
+// one of this database still running (horizon): every one of those has
+// ended, so none can still commit behind the cursor. A long writing
+// transaction holds the log back until it ends, no longer.
 
 // logLock is the advisory lock of the pass: one process sequences at a
 // time, and another takes over the moment its connection is gone.
@@ -54,11 +54,9 @@ func (t *logTx) LogSize(ctx context.Context) (int64, error) {
 }
 
 func (t *logTx) LogPending(ctx context.Context, limit int) ([]driver.LogEntry, error) {
-	// The horizon first, in a statement of its own: every transaction
-	// below it has ended before the read that follows takes its snapshot.
-	var horizon int64
-	if err := t.tx.QueryRowContext(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).Scan(&horizon); err != nil {
-		return nil, fmt.Errorf("pgdriver: log horizon: %w", err)
+	horizon, err := t.horizon(ctx)
+	if err != nil {
+		return nil, err
 	}
 	var cursorID sql.NullString
 	if err := t.tx.QueryRowContext(ctx, `SELECT cursor_txid, cursor_id FROM log_state WHERE id = 1`).
@@ -89,6 +87,39 @@ func (t *logTx) LogPending(ctx context.Context, limit int) ([]driver.LogEntry, e
 		t.cursorID = &cursorID.String
 	}
 	return es, nil
+}
+
+// horizon is the oldest transaction of this database still running, or
+// the next one to begin when none runs: every transaction of this
+// database below it has ended. The snapshot's xmin would do, but it is the
+// whole server's, and an open transaction of another database (another
+// application's, or a test's) would hold this log back.
+//
+// The next transaction id is read first, in a statement of its own; then
+// each transaction still running holds the lock of its own id (pg_locks,
+// which every role may read) in a session of some database
+// (pg_stat_activity.datid), or is prepared (pg_prepared_xacts). One that
+// ends between the two reads has ended; one that begins after has an id
+// above the first. pg_locks names 32-bit ids: each is taken back to its
+// 64-bit id as the one at or below the next id with the same low 32 bits.
+func (t *logTx) horizon(ctx context.Context) (int64, error) {
+	var next int64
+	if err := t.tx.QueryRowContext(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint`).Scan(&next); err != nil {
+		return 0, fmt.Errorf("pgdriver: log horizon: %w", err)
+	}
+	var h int64
+	err := t.tx.QueryRowContext(ctx, `SELECT coalesce(min($1::bigint - (($1::bigint % 4294967296) - x + 4294967296) % 4294967296), $1::bigint)
+		FROM (
+			SELECT l.transactionid::text::bigint AS x FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
+			WHERE l.locktype = 'transactionid' AND l.mode = 'ExclusiveLock' AND l.granted
+				AND s.datid = (SELECT oid FROM pg_database WHERE datname = current_database())
+			UNION ALL
+			SELECT p.transaction::text::bigint FROM pg_prepared_xacts p WHERE p.database = current_database()
+		) running`, next).Scan(&h)
+	if err != nil {
+		return 0, fmt.Errorf("pgdriver: log horizon: %w", err)
+	}
+	return h, nil
 }
 
 func (t *logTx) LogHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
