@@ -109,13 +109,20 @@ func (c *Client) call(ctx context.Context, name, id string, query url.Values, in
 // send performs the request of the client method name, as listed in routes,
 // and returns the status and the body whatever the status.
 func (c *Client) send(ctx context.Context, name, id string, query url.Values, in any) (int, []byte, error) {
-	return c.sendWith(ctx, name, id, query, in, nil, c.timeout)
+	return c.sendTo(ctx, name, id, query, in, nil, c.timeout, nil)
 }
 
 // sendWith is send with extra request headers and a timeout of its own (0:
 // none but ctx's).
 func (c *Client) sendWith(ctx context.Context, name, id string, query url.Values, in any, header http.Header,
 	timeout time.Duration) (int, []byte, error) {
+	return c.sendTo(ctx, name, id, query, in, header, timeout, nil)
+}
+
+// sendTo is sendWith that copies a successful answer's body to sink, when
+// not nil, rather than returning it.
+func (c *Client) sendTo(ctx context.Context, name, id string, query url.Values, in any, header http.Header,
+	timeout time.Duration, sink io.Writer) (int, []byte, error) {
 	r, ok := routes[name]
 	if !ok {
 		panic("client: no route for method " + name)
@@ -165,6 +172,12 @@ func (c *Client) sendWith(ctx context.Context, name, id string, query url.Values
 		return 0, nil, c.transportError(ctx, r.Method, path, err)
 	}
 	defer res.Body.Close()
+	if sink != nil && res.StatusCode >= 200 && res.StatusCode <= 299 {
+		if _, err := io.Copy(sink, res.Body); err != nil {
+			return 0, nil, c.transportError(ctx, r.Method, path, err)
+		}
+		return res.StatusCode, nil, nil
+	}
 	raw, err := io.ReadAll(res.Body)
 	if err != nil {
 		return 0, nil, c.transportError(ctx, r.Method, path, err)

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -168,6 +169,14 @@ func TestMethodsSendTheirRoute(t *testing.T) {
 		"Ready":           func() error { return c.Ready(ctx) },
 		"Metrics":         func() error { _, err := c.Metrics(ctx); return err },
 		"OpenAPI":         func() error { _, err := c.OpenAPI(ctx); return err },
+		"AuditKey":        func() error { _, err := c.AuditKey(ctx); return err },
+		"AuditCheckpoint": func() error { _, err := c.AuditCheckpoint(ctx); return err },
+		"AuditProof":      func() error { _, err := c.AuditProof(ctx, id, 3); return err },
+		"AuditConsistency": func() error {
+			_, err := c.AuditConsistency(ctx, 1, 2)
+			return err
+		},
+		"AuditExport": func() error { return c.AuditExport(ctx, "ns", time.Time{}, time.Time{}, io.Discard) },
 	}
 	for name := range routes {
 		if _, ok := calls[name]; !ok {

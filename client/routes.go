@@ -63,6 +63,12 @@ var routes = map[string]route{
 	"DeleteBreaker":   {http.MethodDelete, "/v1/breakers/{id}"},
 	"BreakerVersions": {http.MethodGet, "/v1/breakers/{id}/versions"},
 
+	"AuditKey":         {http.MethodGet, "/v1/audit/key"},
+	"AuditCheckpoint":  {http.MethodGet, "/v1/audit/checkpoint"},
+	"AuditProof":       {http.MethodGet, "/v1/audit/entries/{id}/proof"},
+	"AuditConsistency": {http.MethodGet, "/v1/audit/consistency"},
+	"AuditExport":      {http.MethodGet, "/v1/audit/export"},
+
 	"Health":  {http.MethodGet, "/healthz"},
 	"Ready":   {http.MethodGet, "/readyz"},
 	"Metrics": {http.MethodGet, "/metrics"},

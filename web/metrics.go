@@ -38,6 +38,12 @@ type Metrics struct {
 	lookups    *prometheus.CounterVec
 	resolved   *prometheus.CounterVec
 	trips      prometheus.Counter
+	// The evidence log: its signed tree size, refusals to sign with a key
+	// not the log's, and what the self-check found.
+	logSize     prometheus.Gauge
+	logRefused  prometheus.Counter
+	logProblems prometheus.Gauge
+	logChecks   *prometheus.CounterVec
 }
 
 // NewMetrics registers Arbiter's series. countByStatus feeds the
@@ -91,6 +97,22 @@ func NewMetrics(countByStatus func(ctx context.Context) (map[string]int64, error
 			Name: "arbiter_breaker_trips_total",
 			Help: "Freezes started by breakers that tripped (intents answered frozen are arbiter_entries_total{outcome=\"frozen\"}).",
 		}),
+		logSize: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "arbiter_log_checkpoint_size", Help: "Tree size of the newest checkpoint this replica signed.",
+		}),
+		logRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "arbiter_log_sign_refused_total",
+			Help: "Passes of the evidence log that signed no checkpoint because this replica's key is not the log's.",
+		}),
+		logProblems: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "arbiter_log_mismatches", Help: "Changes the last self-check of the evidence log found (0: none).",
+		}),
+		logChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "arbiter_log_self_checks_total", Help: "Self-checks of the evidence log, by result (ok, mismatch, error).",
+		}, []string{"result"}),
+	}
+	for _, r := range []string{"ok", "mismatch", "error"} {
+		m.logChecks.WithLabelValues(r)
 	}
 	for _, a := range record.Answers {
 		m.lookups.WithLabelValues(string(a))
@@ -110,7 +132,7 @@ func NewMetrics(countByStatus func(ctx context.Context) (map[string]int64, error
 		m.queue = newRefreshed(queue)
 	}
 	m.reg.MustRegister(m.entries, m.latency, m.sweeps, m.timedOut, m.groups, m, m.deliveries, m.sendTime, m.approvals,
-		m.lookups, m.resolved, m.trips,
+		m.lookups, m.resolved, m.trips, m.logSize, m.logRefused, m.logProblems, m.logChecks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -139,6 +161,28 @@ func (m *Metrics) ObserveTimeoutResolved(by string) { m.resolved.WithLabelValues
 
 // ObserveBreakerTrip counts a freeze a breaker started.
 func (m *Metrics) ObserveBreakerTrip(*record.Freeze) { m.trips.Inc() }
+
+// ObserveCheckpoint records a checkpoint this replica signed.
+func (m *Metrics) ObserveCheckpoint(size int64) { m.logSize.Set(float64(size)) }
+
+// ObserveSignRefused counts a checkpoint not signed: this replica's key is
+// not the log's.
+func (m *Metrics) ObserveSignRefused() { m.logRefused.Inc() }
+
+// ObserveSelfCheck records a self-check of the evidence log: problems
+// found, or an error.
+func (m *Metrics) ObserveSelfCheck(problems int, err error) {
+	switch {
+	case err != nil:
+		m.logChecks.WithLabelValues("error").Inc()
+		return
+	case problems > 0:
+		m.logChecks.WithLabelValues("mismatch").Inc()
+	default:
+		m.logChecks.WithLabelValues("ok").Inc()
+	}
+	m.logProblems.Set(float64(problems))
+}
 
 // ObserveDelivery records one webhook delivery attempt.
 func (m *Metrics) ObserveDelivery(result string, latency time.Duration) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/arbiter-ledger/arbiter/services/accounts"
+	"github.com/arbiter-ledger/arbiter/services/evidence"
 	"github.com/arbiter-ledger/arbiter/services/policies"
 	"github.com/arbiter-ledger/arbiter/services/sso"
 	"github.com/arbiter-ledger/arbiter/services/webhooks"
@@ -33,7 +34,11 @@ type Deps struct {
 	Freezes  *policies.Freezes
 	Breakers *policies.Breakers
 	Metrics  *Metrics
-	Log      *slog.Logger
+	// Evidence serves /v1/audit; SelfCheck tells the Audit page of the
+	// last self-check. Nil leaves them out.
+	Evidence  *evidence.Log
+	SelfCheck *evidence.SelfChecker
+	Log       *slog.Logger
 	// SecureCookies makes session cookies Secure with the __Host- prefix
 	// even when PublicURL is not https (an https PublicURL does it too).
 	SecureCookies bool
@@ -136,6 +141,14 @@ func New(d Deps) *echo.Echo {
 		api.PATCH("/breakers/:id", fz.updateBreaker, key)
 		api.DELETE("/breakers/:id", fz.deleteBreaker, key)
 		api.GET("/breakers/:id/versions", fz.breakerVersions, key)
+	}
+	if d.Evidence != nil {
+		au := &auditHandler{log: d.Evidence}
+		api.GET("/audit/key", au.key)
+		api.GET("/audit/checkpoint", au.checkpoint)
+		api.GET("/audit/entries/:id/proof", au.proof, key)
+		api.GET("/audit/consistency", au.consistency, key)
+		api.GET("/audit/export", au.export, key)
 	}
 	hooks := &webhooksHandler{hooks: d.Webhooks}
 	api.POST("/webhooks", hooks.create, key)

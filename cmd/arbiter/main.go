@@ -39,6 +39,7 @@ type cli struct {
 	Limits   limitsCmd   `cmd:"" help:"List, create, change and delete limits across actions, and see their usage, over the API (ARBITER_URL, ARBITER_API_KEY)."`
 	Freeze   freezeCmd   `cmd:"" help:"Start, lift and list freezes of a namespace's tools (the brake an on-call person pulls) over the API (ARBITER_URL, ARBITER_API_KEY)."`
 	Breakers breakersCmd `cmd:"" help:"List, create, change and delete breakers, which freeze tools whose recent actions time out or fail too often, over the API (ARBITER_URL, ARBITER_API_KEY)."`
+	Audit    auditCmd    `cmd:"" help:"The evidence log: its verifier key, bundles of a namespace's entries with their proofs, and their verification offline or against the live database."`
 	Bench    benchCmd    `cmd:"" help:"Measure a server: play agents against it (entries per second, latency), or time the sweeper, dashboard pages or webhook deliveries."`
 
 	MCPGateway mcpGatewayCmd `cmd:"" name:"mcp-gateway" help:"Put the ledger between an agent's MCP host and an MCP server: guarded tool calls are recorded, replayed, held and approved (ARBITER_URL, ARBITER_API_KEY)."`
@@ -139,7 +140,7 @@ func (d *demoCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
 	}
 	cfg := serveCmd{Addr: d.Addr, SweepInterval: 250 * time.Millisecond, DrainTimeout: 10 * time.Second,
 		WebhookDisableAfter: 120 * time.Hour, SessionIdle: 8 * time.Hour, SessionAbsolute: 7 * 24 * time.Hour,
-		WebhookAllowPrivate: d.WebhookAllowPrivate}
+		WebhookAllowPrivate: d.WebhookAllowPrivate, LogKeyFile: filepath.Join(dir, "log.key")}
 	srv, err := cfg.start(ctx, st, serverLog)
 	if err != nil {
 		return fmt.Errorf("%w (another server there? pass --addr 127.0.0.1:0 for any free port)", err)

@@ -41,6 +41,8 @@ type serveCmd struct {
 	PprofAddr           string        `name:"pprof-addr" env:"ARBITER_PPROF_ADDR" help:"Serve Go's profiler (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; keep it on loopback, it shows the process's internals."`
 	WriteTimeout        time.Duration `name:"write-timeout" env:"ARBITER_WRITE_TIMEOUT" default:"30s" help:"A client that has not read its whole answer this long after sending its request is dropped (event streams and waiting requests keep their own deadlines)."`
 	MaxWaiters          int           `name:"max-waiters" env:"ARBITER_MAX_WAITERS" default:"10000" help:"Requests that may wait for a decision (Prefer: wait) at once; beyond it a request is answered at once, pending approval. Lowered at start so waiters leave at least 1,000 open files (half of a small limit) to other requests."`
+	LogKeyFile          string        `name:"log-key-file" env:"ARBITER_LOG_KEY_FILE" default:"arbiter-data/log.key" help:"The evidence log's Ed25519 signing key (a note signing key, mode 0600), made at first start; every replica needs the same one."`
+	LogOrigin           string        `name:"log-origin" env:"ARBITER_LOG_ORIGIN" default:"arbiter.local/log" help:"The evidence log's name, the first line of its checkpoints and the name of its verifier key."`
 	AdminPasswordFile   string        `name:"admin-password-file" env:"ARBITER_ADMIN_PASSWORD_FILE" default:"arbiter-data/initial-admin-password" help:"Where the first start writes the first admin's password (mode 0600)."`
 
 	// Single sign-on (README, Security).
@@ -166,6 +168,11 @@ type server struct {
 // close on it.
 func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logger) (*server, error) {
 	metrics := web.NewMetrics(st.CountByStatus, webhooks.QueueOf(st))
+	logKey, err := evidence.LoadOrCreateKey(cmp.Or(s.LogKeyFile, "arbiter-data/log.key"), cmp.Or(s.LogOrigin, evidence.DefaultOrigin))
+	if err != nil {
+		return nil, err
+	}
+	selfCheck := evidence.NewSelfChecker(st.Driver(), log, metrics.ObserveSelfCheck)
 	accts := accounts.New(st)
 	accts.IdleTimeout, accts.AbsoluteTimeout = s.SessionIdle, s.SessionAbsolute
 	signOn, err := s.singleSignOn(ctx, st)
@@ -226,6 +233,7 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 		maxWaiters = -1 // none waits
 	}
 	handler := web.New(web.Deps{MaxWaiters: maxWaiters, Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accts,
+		Evidence: evidence.NewLog(st.Driver(), logKey), SelfCheck: selfCheck,
 		Webhooks: hooks, Policies: approvals, Limits: limits, Freezes: freezes, Breakers: breakers, Metrics: metrics, Log: log, PublicURL: s.PublicURL, Done: ctx.Done(),
 		TrustedProxies: trusted, MetricsElsewhere: s.MetricsAddr != "", SSO: signOn, LocalPasswordsOff: s.passwordsOff(),
 		WriteTimeout: s.writeTimeout()})
@@ -239,7 +247,7 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 		serveErr:     make(chan error, 1),
 	}
 	log.Info("arbiter: listening", "addr", srv.URL, "database", st.Where, "dialect", st.Dialect,
-		"sweep_interval", s.SweepInterval.String(), "retention", s.Retention.String())
+		"sweep_interval", s.SweepInterval.String(), "retention", s.Retention.String(), "log_verifier_key", logKey.Verifier)
 	if s.MetricsAddr != "" {
 		mln, err := net.Listen("tcp", s.MetricsAddr)
 		if err != nil {
@@ -279,7 +287,10 @@ func (s *serveCmd) start(ctx context.Context, st *services.Store, log *slog.Logg
 	srv.bg.Go(func() { ledger.RunSweeper(bg, log, s.SweepInterval, s.Retention, metrics.ObserveSweep) })
 	srv.bg.Go(func() { dispatcher.Run(bg) })
 	srv.bg.Go(func() { policies.RunBrakes(bg, log, BrakesInterval, freezes, breakers, metrics.ObserveBreakerTrip) })
-	srv.bg.Go(func() { evidence.NewSequencer(st.Driver()).Run(bg, log, LogInterval) })
+	sequencer := evidence.NewSequencer(st.Driver(), evidence.SequencerConfig{Key: logKey, Every: evidence.CheckpointEvery,
+		Log: log, OnCheckpoint: func(n int64) { metrics.ObserveCheckpoint(n); dispatcher.Wake() }, OnRefused: metrics.ObserveSignRefused})
+	srv.bg.Go(func() { sequencer.Run(bg, LogInterval) })
+	srv.bg.Go(func() { selfCheck.Run(bg, evidence.SelfCheckEvery) })
 	go func() { srv.serveErr <- srv.http.Serve(ln) }()
 	return srv, nil
 }

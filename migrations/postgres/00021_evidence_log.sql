@@ -10,10 +10,13 @@ CREATE INDEX entries_txid_idx ON entries USING brin (txid);
 
 -- log_index → the entry and its leaf hash. No foreign key: retention
 -- prunes entries and keeps their leaves.
+-- pruned: retention deleted the entry and kept its leaf; an entry missing
+-- without it was deleted by someone else.
 CREATE TABLE log_leaves (
     log_index bigint PRIMARY KEY,
     entry_id  uuid NOT NULL UNIQUE,
-    leaf_hash bytea NOT NULL
+    leaf_hash bytea NOT NULL,
+    pruned    boolean NOT NULL DEFAULT false
 );
 
 -- The tree's stored hashes, as golang.org/x/mod/sumdb/tlog numbers them.
@@ -23,16 +26,26 @@ CREATE TABLE log_hashes (
 );
 
 -- One row: the tree's size, where the sequencer is (the last entry logged,
--- by transaction and id), and the checkpoints.
+-- by transaction and id), and the verifier key of the first checkpoint: a
+-- replica with another signing key refuses to sign.
 CREATE TABLE log_state (
-    id          smallint PRIMARY KEY CHECK (id = 1),
-    size        bigint NOT NULL,
-    cursor_txid bigint NOT NULL,
-    cursor_id   uuid
+    id           smallint PRIMARY KEY CHECK (id = 1),
+    size         bigint NOT NULL,
+    cursor_txid  bigint NOT NULL,
+    cursor_id    uuid,
+    verifier_key text
 );
 INSERT INTO log_state (id, size, cursor_txid) VALUES (1, 0, 0);
 
+-- Every signed checkpoint (a C2SP signed note), by tree size.
+CREATE TABLE log_checkpoints (
+    size      bigint PRIMARY KEY,
+    note      text NOT NULL,
+    signed_at timestamptz NOT NULL
+);
+
 -- +goose Down
+DROP TABLE log_checkpoints;
 DROP TABLE log_state;
 DROP TABLE log_hashes;
 DROP TABLE log_leaves;

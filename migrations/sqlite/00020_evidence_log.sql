@@ -18,10 +18,13 @@ END;
 
 -- log_index → the entry and its leaf hash. No foreign key: retention
 -- prunes entries and keeps their leaves.
+-- pruned: retention deleted the entry and kept its leaf; an entry missing
+-- without it was deleted by someone else.
 CREATE TABLE log_leaves (
     log_index integer PRIMARY KEY,
     entry_id  text NOT NULL UNIQUE,
-    leaf_hash blob NOT NULL
+    leaf_hash blob NOT NULL,
+    pruned    boolean NOT NULL DEFAULT false
 );
 
 -- The tree's stored hashes, as golang.org/x/mod/sumdb/tlog numbers them.
@@ -30,13 +33,24 @@ CREATE TABLE log_hashes (
     hash blob NOT NULL
 );
 
+-- The tree's size and the verifier key of the first checkpoint: a
+-- replica with another signing key refuses to sign.
 CREATE TABLE log_state (
-    id   integer PRIMARY KEY CHECK (id = 1),
-    size integer NOT NULL
+    id           integer PRIMARY KEY CHECK (id = 1),
+    size         integer NOT NULL,
+    verifier_key text
 );
 INSERT INTO log_state (id, size) VALUES (1, 0);
 
+-- Every signed checkpoint (a C2SP signed note), by tree size.
+CREATE TABLE log_checkpoints (
+    size      integer PRIMARY KEY,
+    note      text NOT NULL,
+    signed_at datetime NOT NULL
+);
+
 -- +goose Down
+DROP TABLE log_checkpoints;
 DROP TABLE log_state;
 DROP TABLE log_hashes;
 DROP TABLE log_leaves;

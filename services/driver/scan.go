@@ -110,7 +110,7 @@ func OneAction(a *record.Action, err error) (*record.Action, error) {
 }
 
 // ScanEntries reads a timeline (id, seq, type, actor kind, actor name,
-// attempt, payload, occurred at, recorded at) and closes rows.
+// attempt, payload, occurred at, recorded at, log index) and closes rows.
 func ScanEntries(rows *sql.Rows, err error) ([]*record.Entry, error) {
 	return ScanEntriesUpTo(rows, err, 0)
 }
@@ -129,7 +129,7 @@ func ScanEntriesUpTo(rows *sql.Rows, err error, maxBytes int) ([]*record.Entry, 
 		var occurred sql.NullTime
 		var payload []byte
 		if err := rows.Scan(&en.ID, &en.Seq, &en.Type, &en.Actor.Kind, &en.Actor.Name, &en.Attempt, &payload,
-			&occurred, &en.RecordedAt); err != nil {
+			&occurred, &en.RecordedAt, &en.LogIndex); err != nil {
 			return nil, err
 		}
 		en.Payload, en.OccurredAt, en.RecordedAt = payload, UTCOrNil(occurred), en.RecordedAt.UTC()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ type logEnv struct {
 	st    *services.Store
 	l     *services.Ledger
 	agent services.Principal
+	key   *evidence.Key
 	seq   *evidence.Sequencer
 }
 
@@ -33,8 +35,11 @@ func newLogEnv(t *testing.T, st *services.Store) *logEnv {
 	require.NoError(t, err)
 	agent, err := accounts.NewKeys(st).Authenticate(context.Background(), secret)
 	require.NoError(t, err)
-	return &logEnv{st: st, l: services.NewLedger(st, services.LedgerConfig{}), agent: agent,
-		seq: evidence.NewSequencer(st.Driver())}
+	key, err := evidence.LoadOrCreateKey(filepath.Join(t.TempDir(), "log.key"), evidence.DefaultOrigin)
+	require.NoError(t, err)
+	// Every 0: each pass that grew the tree signs a checkpoint.
+	return &logEnv{st: st, l: services.NewLedger(st, services.LedgerConfig{}), agent: agent, key: key,
+		seq: evidence.NewSequencer(st.Driver(), evidence.SequencerConfig{Key: key})}
 }
 
 func (e *logEnv) send(t *testing.T, raw string) {

@@ -74,4 +74,7 @@ type Entry struct {
 	Payload    json.RawMessage `json:"payload"`
 	OccurredAt *time.Time      `json:"occurred_at"`
 	RecordedAt time.Time       `json:"recorded_at"`
+	// LogIndex is the entry's leaf in the evidence log, once it joined it
+	// (within 2 s of its commit).
+	LogIndex *int64 `json:"log_index,omitempty"`
 }

@@ -210,6 +210,10 @@ const (
 	// A freeze started (by a person or a breaker) or was lifted.
 	EventFreezeStarted EventType = "freeze.started"
 	EventFreezeLifted  EventType = "freeze.lifted"
+	// The evidence log signed a checkpoint (data.checkpoint: the note), or
+	// its self-check found the tables changed since they were logged.
+	EventAuditCheckpoint EventType = "audit.checkpoint"
+	EventAuditMismatch   EventType = "audit.mismatch"
 	// EventTest is the event of a test message sent from the dashboard or
 	// the API; no ledger change causes it.
 	EventTest EventType = "webhook.test"
@@ -219,7 +223,7 @@ const (
 var EventTypes = []EventType{EventTimedOut, EventDecided, EventKeyReused, EventStaleOutcome,
 	EventLateResult, EventCompensated, EventFailed, EventApprovalRequested, EventApproved,
 	EventApprovalEscalated, EventApprovalExpired, EventReconciled, EventLimitExceeded, EventFreezeStarted,
-	EventFreezeLifted, EventTest}
+	EventFreezeLifted, EventAuditCheckpoint, EventAuditMismatch, EventTest}
 
 // ActorKind says who wrote an entry.
 type ActorKind string

@@ -514,7 +514,7 @@ func (e *executor) ActionCountByStatus(ctx context.Context) (map[record.Status]i
 }
 
 // ActionPrune deletes one batch, oldest first, with the entries of its
-// actions in one statement rather than through the foreign key's cascade,
+// actions (their evidence log leaves stay, marked pruned) in one statement rather than through the foreign key's cascade,
 // one action at a time. The batch is locked (FOR UPDATE) as it is chosen, so
 // an action a decision moved out of a terminal status meanwhile is not in
 // it, and none leaves the batch before the delete. It starts at p.After
@@ -531,7 +531,8 @@ func (e *executor) ActionPrune(ctx context.Context, p *driver.PruneParams) (int6
 	err := e.q.QueryRowContext(ctx, fmt.Sprintf(`WITH batch AS (SELECT id, updated_at FROM actions
 		WHERE status IN (%s) AND updated_at < $1 AND updated_at >= COALESCE($2::timestamptz, '-infinity')
 		ORDER BY updated_at LIMIT %d FOR UPDATE),
-	gone_entries AS (DELETE FROM entries WHERE action_id = ANY (ARRAY(SELECT id FROM batch))),
+	gone_entries AS (DELETE FROM entries WHERE action_id = ANY (ARRAY(SELECT id FROM batch)) RETURNING id),
+	kept_leaves AS (UPDATE log_leaves SET pruned = true WHERE entry_id IN (SELECT id FROM gone_entries)),
 	gone AS (DELETE FROM actions WHERE id = ANY (ARRAY(SELECT id FROM batch)) RETURNING updated_at)
 	SELECT count(*), max(updated_at) FROM gone`, driver.LiteralList(p.Statuses), p.Limit),
 		p.Before.UTC(), after).Scan(&n, &last)
@@ -545,7 +546,8 @@ func (e *executor) ActionPrune(ctx context.Context, p *driver.PruneParams) (int6
 }
 
 func (e *executor) EntryList(ctx context.Context, p *driver.EntryListParams) ([]*record.Entry, error) {
-	q := `SELECT id, seq, type, actor_kind, actor_name, attempt, payload, occurred_at, recorded_at
+	q := `SELECT id, seq, type, actor_kind, actor_name, attempt, payload, occurred_at, recorded_at,
+		(SELECT log_index FROM log_leaves l WHERE l.entry_id = entries.id)
 		FROM entries WHERE action_id = $1`
 	args := []any{p.ActionID}
 	if p.AfterSeq > 0 {

@@ -3,7 +3,9 @@ package pgdriver
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -49,7 +51,7 @@ func (t *logTx) Rollback() error { return t.tx.Rollback() }
 
 func (t *logTx) LogSize(ctx context.Context) (int64, error) {
 	var n int64
-	err := t.tx.QueryRowContext(ctx, `SELECT size FROM log_state WHERE id = 1`).Scan(&n)
+	err := t.tx.QueryRowContext(ctx, `SELECT coalesce((SELECT size FROM log_state WHERE id = 1), 0)`).Scan(&n)
 	return n, err
 }
 
@@ -59,7 +61,7 @@ func (t *logTx) LogPending(ctx context.Context, limit int) ([]driver.LogEntry, e
 		return nil, err
 	}
 	var cursorID sql.NullString
-	if err := t.tx.QueryRowContext(ctx, `SELECT cursor_txid, cursor_id FROM log_state WHERE id = 1`).
+	if err := t.tx.QueryRowContext(ctx, `SELECT coalesce((SELECT cursor_txid FROM log_state WHERE id = 1), 0), (SELECT cursor_id FROM log_state WHERE id = 1)`).
 		Scan(&t.cursorTxid, &cursorID); err != nil {
 		return nil, fmt.Errorf("pgdriver: log state: %w", err)
 	}
@@ -68,8 +70,7 @@ func (t *logTx) LogPending(ctx context.Context, limit int) ([]driver.LogEntry, e
 		from = cursorID.String
 	}
 	var lastTxid int64
-	rows, err := t.tx.QueryContext(ctx, `SELECT a.namespace, e.action_id, a.key,
-			e.id, e.seq, e.type, e.actor_kind, e.actor_name, e.attempt, e.payload, e.occurred_at, e.recorded_at, e.txid
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+driver.LogEntryColumns+`, e.txid
 		FROM entries e JOIN actions a ON a.id = e.action_id
 		WHERE e.txid >= $1 AND (e.txid, e.id) > ($1, $2::uuid) AND e.txid < $3
 		ORDER BY e.txid, e.id LIMIT $4`, t.cursorTxid, from, horizon, limit)
@@ -123,7 +124,15 @@ func (t *logTx) horizon(ctx context.Context) (int64, error) {
 }
 
 func (t *logTx) LogHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT w.i, h.hash FROM unnest($1::bigint[]) WITH ORDINALITY AS w(idx, i)
+	return readHashes(ctx, t.tx, indexes)
+}
+
+func (d *Driver) LogStoredHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
+	return readHashes(ctx, d.db, indexes)
+}
+
+func readHashes(ctx context.Context, q querier, indexes []int64) ([]tlog.Hash, error) {
+	rows, err := q.QueryContext(ctx, `SELECT w.i, h.hash FROM unnest($1::bigint[]) WITH ORDINALITY AS w(idx, i)
 		JOIN log_hashes h ON h.idx = w.idx`, int64s(indexes))
 	if err != nil {
 		return nil, fmt.Errorf("pgdriver: log hashes: %w", err)
@@ -168,10 +177,142 @@ func (t *logTx) LogAppend(ctx context.Context, leaves []driver.LogLeaf, from int
 		), h AS (
 			INSERT INTO log_hashes (idx, hash) SELECT * FROM unnest($4::bigint[], $5::bytea[])
 		)
-		UPDATE log_state SET size = $6, cursor_txid = $7, cursor_id = $8 WHERE id = 1`,
+		INSERT INTO log_state (id, size, cursor_txid, cursor_id) VALUES (1, $6, $7, $8)
+		ON CONFLICT (id) DO UPDATE SET size = excluded.size, cursor_txid = excluded.cursor_txid, cursor_id = excluded.cursor_id`,
 		idx, ids, lh, hidx, driver.HashBytes(hashes), size, t.cursorTxid, t.cursorID)
 	if err != nil {
 		return fmt.Errorf("pgdriver: append to the log: %w", err)
 	}
 	return nil
+}
+
+func (t *logTx) LogVerifierKey(ctx context.Context) (string, error) {
+	var k sql.NullString
+	err := t.tx.QueryRowContext(ctx, `SELECT (SELECT verifier_key FROM log_state WHERE id = 1)`).Scan(&k)
+	return k.String, err
+}
+
+func (t *logTx) LogLatest(ctx context.Context) (*driver.LogCheckpoint, error) {
+	return checkpoint(ctx, t.tx, -1)
+}
+
+func (t *logTx) LogAddCheckpoint(ctx context.Context, c driver.LogCheckpoint, verifierKey string, alert driver.Alert) error {
+	_, err := t.tx.ExecContext(ctx, `WITH c AS (
+			INSERT INTO log_checkpoints (size, note, signed_at) VALUES ($1, $2, $3)
+		)
+		INSERT INTO log_state (id, size, cursor_txid, verifier_key) VALUES (1, $1, 0, $4)
+		ON CONFLICT (id) DO UPDATE SET verifier_key = coalesce(log_state.verifier_key, excluded.verifier_key)`,
+		c.Size, string(c.Note), c.SignedAt.UTC(), verifierKey)
+	if err != nil {
+		return fmt.Errorf("pgdriver: keep a checkpoint: %w", err)
+	}
+	return logAlert(ctx, t.tx, alert, c.SignedAt)
+}
+
+func (d *Driver) LogAlert(ctx context.Context, alert driver.Alert, at time.Time) error {
+	return logAlert(ctx, d.db, alert, at)
+}
+
+// logAlert writes an alert of the log for every enabled endpoint
+// subscribed to its type, whatever their namespaces: the log is the whole
+// deployment's.
+func logAlert(ctx context.Context, q querier, alert driver.Alert, at time.Time) error {
+	var any bool
+	if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.enabled AND w.event_types ? $1)`,
+		string(alert.Type)).Scan(&any); err != nil || !any {
+		return err
+	}
+	_, err := q.ExecContext(ctx, `WITH m AS (
+			INSERT INTO webhook_messages (id, event_type, payload, created_at) VALUES ($1, $2, $3::jsonb, $4)
+		)
+		INSERT INTO webhook_deliveries (id, message_id, endpoint_id, state, attempts, next_attempt_at, created_at, updated_at)
+		SELECT gen_random_uuid(), $1, w.id, 'pending', 0, $4, $4, $4
+		FROM webhook_endpoints w WHERE w.enabled AND w.event_types ? $2`,
+		alert.ID, string(alert.Type), string(alert.Body()), at.UTC())
+	if err != nil {
+		return fmt.Errorf("pgdriver: an alert of the log: %w", err)
+	}
+	return nil
+}
+
+func (d *Driver) LogCheckpoint(ctx context.Context, n int64) (*driver.LogCheckpoint, error) {
+	return checkpoint(ctx, d.db, n)
+}
+
+func checkpoint(ctx context.Context, q querier, n int64) (*driver.LogCheckpoint, error) {
+	var c driver.LogCheckpoint
+	var note string
+	err := q.QueryRowContext(ctx, `SELECT size, note, signed_at FROM log_checkpoints
+		WHERE $1 < 0 OR size = $1 ORDER BY size DESC LIMIT 1`, n).Scan(&c.Size, &note, &c.SignedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgdriver: read a checkpoint: %w", err)
+	}
+	c.Note, c.SignedAt = []byte(note), c.SignedAt.UTC()
+	return &c, nil
+}
+
+func (d *Driver) LogLeafOf(ctx context.Context, entryID string) (*driver.LogLeaf, string, error) {
+	l := driver.LogLeaf{EntryID: entryID}
+	var h []byte
+	var ns string
+	err := d.db.QueryRowContext(ctx, `SELECT l.log_index, l.leaf_hash, a.namespace FROM log_leaves l
+		JOIN entries e ON e.id = l.entry_id JOIN actions a ON a.id = e.action_id WHERE l.entry_id = $1`, entryID).Scan(&l.Index, &h, &ns)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("pgdriver: read a leaf: %w", err)
+	}
+	copy(l.Hash[:], h)
+	return &l, ns, nil
+}
+
+// loggedFrom selects leaves with their entries, as ScanLoggedEntries reads
+// them.
+const loggedFrom = `SELECT l.log_index, l.entry_id, l.leaf_hash, l.pruned, ` + driver.LogEntryColumns + `
+	FROM log_leaves l LEFT JOIN entries e ON e.id = l.entry_id LEFT JOIN actions a ON a.id = e.action_id`
+
+func (d *Driver) LogRange(ctx context.Context, from int64, limit int) ([]driver.LoggedEntry, error) {
+	rows, err := d.db.QueryContext(ctx, loggedFrom+` WHERE l.log_index >= $1 ORDER BY l.log_index LIMIT $2`, from, limit)
+	return driver.ScanLoggedEntries(rows, err)
+}
+
+func (d *Driver) LogNamespace(ctx context.Context, ns string, since, until time.Time, after int64, limit int) ([]driver.LoggedEntry, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT l.log_index, l.entry_id, l.leaf_hash, l.pruned, `+driver.LogEntryColumns+`
+		FROM actions a JOIN entries e ON e.action_id = a.id JOIN log_leaves l ON l.entry_id = e.id
+		WHERE a.namespace = $1 AND l.log_index > $2
+			AND ($3::timestamptz IS NULL OR e.recorded_at >= $3) AND ($4::timestamptz IS NULL OR e.recorded_at < $4)
+		ORDER BY l.log_index LIMIT $5`, ns, after, nullTime(since), nullTime(until), limit)
+	return driver.ScanLoggedEntries(rows, err)
+}
+
+func (d *Driver) LogPassedOver(ctx context.Context, limit int) ([]driver.LogEntry, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT `+driver.LogEntryColumns+`
+		FROM entries e JOIN actions a ON a.id = e.action_id
+		WHERE NOT EXISTS (SELECT 1 FROM log_leaves l WHERE l.entry_id = e.id)
+			AND ((e.txid, e.id) <= (coalesce((SELECT cursor_txid FROM log_state WHERE id = 1), 0),
+				coalesce((SELECT cursor_id FROM log_state WHERE id = 1), '00000000-0000-0000-0000-000000000000'::uuid))
+				OR EXISTS (SELECT 1 FROM entries f JOIN log_leaves l ON l.entry_id = f.id
+					WHERE f.action_id = e.action_id AND f.seq > e.seq))
+		ORDER BY e.id LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("pgdriver: entries the log passed over: %w", err)
+	}
+	return driver.ScanLogEntries(rows)
+}
+
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC()
+}
+
+func (d *Driver) LogVerifierKeyOf(ctx context.Context) (string, error) {
+	var k sql.NullString
+	err := d.db.QueryRowContext(ctx, `SELECT (SELECT verifier_key FROM log_state WHERE id = 1)`).Scan(&k)
+	return k.String, err
 }

@@ -293,9 +293,15 @@ func (e *executor) ActionCountByStatus(ctx context.Context) (map[record.Status]i
 // so an action a decision moved out of a terminal status meanwhile stays.
 func (e *executor) ActionPrune(ctx context.Context, p *driver.PruneParams) (int64, error) {
 	in := driver.LiteralList(p.Statuses)
-	res, err := e.w.ExecContext(ctx, fmt.Sprintf(`DELETE FROM actions WHERE id IN (SELECT id FROM actions
-		WHERE status IN (%s) AND updated_at < ? ORDER BY updated_at LIMIT %d)
-		AND status IN (%s) AND updated_at < ?`, in, p.Limit, in), p.Before.UTC(), p.Before.UTC())
+	batch := fmt.Sprintf(`SELECT id FROM actions WHERE status IN (%s) AND updated_at < ? ORDER BY updated_at LIMIT %d`, in, p.Limit)
+	// The evidence log keeps the leaves of what retention deletes, marked
+	// so: an entry gone without the mark was deleted by someone else.
+	if _, err := e.w.ExecContext(ctx, `UPDATE log_leaves SET pruned = 1 WHERE entry_id IN (SELECT id FROM entries
+		WHERE action_id IN (`+batch+`))`, p.Before.UTC()); err != nil {
+		return 0, err
+	}
+	res, err := e.w.ExecContext(ctx, fmt.Sprintf(`DELETE FROM actions WHERE id IN (`+batch+`)
+		AND status IN (%s) AND updated_at < ?`, in), p.Before.UTC(), p.Before.UTC())
 	if err != nil {
 		return 0, err
 	}
@@ -303,7 +309,8 @@ func (e *executor) ActionPrune(ctx context.Context, p *driver.PruneParams) (int6
 }
 
 func (e *executor) EntryList(ctx context.Context, p *driver.EntryListParams) ([]*record.Entry, error) {
-	q := `SELECT id, seq, type, actor_kind, actor_name, attempt, payload, occurred_at, recorded_at
+	q := `SELECT id, seq, type, actor_kind, actor_name, attempt, payload, occurred_at, recorded_at,
+		(SELECT log_index FROM log_leaves l WHERE l.entry_id = entries.id)
 		FROM entries WHERE action_id = ?`
 	args := []any{p.ActionID}
 	if p.AfterSeq > 0 {
