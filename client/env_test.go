@@ -22,6 +22,8 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/client"
 	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/services/dbtest"
+	"github.com/arbiter-ledger/arbiter/services/evidence"
 	"github.com/arbiter-ledger/arbiter/web"
 )
 
@@ -56,7 +58,7 @@ func (e *env) startServer() *httptest.Server {
 	st := e.st
 	approvals, limits := policies.New(st), policies.NewLimits(st)
 	ledger, freezes, breakers := policies.NewBraked(st, services.LedgerConfig{Approver: approvals, Limiter: limits}, nil)
-	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st),
+	h := web.New(web.Deps{Store: st, Evidence: evidence.NewLog(st.Driver(), dbtest.LogKey(e.t)), Ledger: ledger, Keys: accounts.NewKeys(st),
 		Accounts: accounts.New(st), Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}),
 		Policies: approvals, Limits: limits, Freezes: freezes, Breakers: breakers, Metrics: web.NewMetrics(nil, nil), Log: slog.New(slog.DiscardHandler)})
 	return httptest.NewServer(h)

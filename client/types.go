@@ -201,6 +201,9 @@ type LedgerEntry struct {
 	Payload    json.RawMessage `json:"payload"`
 	OccurredAt *time.Time      `json:"occurred_at"`
 	RecordedAt time.Time       `json:"recorded_at"`
+	// LogIndex is the entry's leaf in the evidence log (AuditProof), once
+	// it joined it, within 2 s of its commit.
+	LogIndex *int64 `json:"log_index,omitempty"`
 }
 
 // DecodePayload decodes the entry's payload into the struct of its type,

@@ -20,6 +20,7 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
+	"github.com/arbiter-ledger/arbiter/services/evidence"
 	"github.com/arbiter-ledger/arbiter/web"
 )
 
@@ -54,7 +55,7 @@ func newEnvWith(t *testing.T, st *services.Store, tune func(*accounts.Accounts))
 		tune(accts)
 	}
 	keys := accounts.NewKeys(st)
-	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: keys, Accounts: accts, Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}), Policies: approvals, Limits: limits,
+	h := web.New(web.Deps{Store: st, Evidence: evidence.NewLog(st.Driver(), dbtest.LogKey(t)), Ledger: ledger, Keys: keys, Accounts: accts, Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}), Policies: approvals, Limits: limits,
 		Freezes: freezes, Breakers: breakers, Metrics: metrics, Log: slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
+	"github.com/arbiter-ledger/arbiter/services/evidence"
 	"github.com/arbiter-ledger/arbiter/services/record"
 	"github.com/arbiter-ledger/arbiter/web"
 )
@@ -30,7 +31,7 @@ func FuzzEntriesHandler(f *testing.F) {
 	logs := &lockedBuffer{}
 	ledger := services.NewLedger(st, services.LedgerConfig{})
 	keys := accounts.NewKeys(st)
-	h := web.New(web.Deps{Store: st, Ledger: ledger, Keys: keys, Accounts: accounts.New(st),
+	h := web.New(web.Deps{Store: st, Evidence: evidence.NewLog(st.Driver(), dbtest.LogKey(f)), Ledger: ledger, Keys: keys, Accounts: accounts.New(st),
 		Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{}}), Metrics: web.NewMetrics(st.CountByStatus, nil),
 		Log: slog.New(slog.NewTextHandler(logs, nil))})
 	_, secret, err := keys.CreateKey(context.Background(), accounts.CreateKeyRequest{Namespace: "fuzz", Name: "fuzzer", Role: services.RoleAgent})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/dbtest"
+	"github.com/arbiter-ledger/arbiter/services/evidence"
 	"github.com/arbiter-ledger/arbiter/web"
 )
 
@@ -50,7 +51,7 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 	st := dbtest.Open(t, services.SQLite)
 	approvals := policies.New(st)
 	ledger, freezes, breakers := policies.NewBraked(st, services.LedgerConfig{Approver: approvals}, nil)
-	e := web.New(web.Deps{Store: st, Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st), Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{}}), Policies: approvals, Limits: policies.NewLimits(st),
+	e := web.New(web.Deps{Store: st, Evidence: evidence.NewLog(st.Driver(), dbtest.LogKey(t)), Ledger: ledger, Keys: accounts.NewKeys(st), Accounts: accounts.New(st), Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{}}), Policies: approvals, Limits: policies.NewLimits(st),
 		Freezes: freezes, Breakers: breakers, Metrics: web.NewMetrics(st.CountByStatus, nil), Log: slog.New(slog.DiscardHandler)})
 	served := []string{}
 	for _, r := range e.Routes() {

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -298,4 +300,56 @@ func TestReplicaWithAnotherKeyDoesNotSign(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, int64(2), lc.Size, "no checkpoint of the other key")
 	})
+}
+
+// TestBundleVerifiedFromSpecInPython: a verifier written from SPEC alone,
+// in another language (testdata/verify_bundle.py), accepts an exported
+// bundle and rejects it with one byte of one leaf changed.
+func TestBundleVerifiedFromSpecInPython(t *testing.T) {
+	t.Parallel()
+	if out, err := exec.Command("python3", "-c", "import cryptography").CombinedOutput(); err != nil {
+		t.Fatalf("the Python verifier needs Python 3 with cryptography (pip install -r services/evidence/testdata/requirements.txt): %v\n%s", err, out)
+	}
+	st := dbtest.Open(t, services.SQLite)
+	e := newLogEnv(t, st)
+	e.refunds(t, "refund", 9)
+	e.checkpoint(t, 18)
+	var buf bytes.Buffer
+	_, err := evidence.NewLog(st.Driver(), e.key).Export(context.Background(), admin, &buf, evidence.ExportQuery{Namespace: "payments"})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	run := func(bundle string) (string, error) {
+		path := filepath.Join(dir, "bundle.ndjson")
+		require.NoError(t, os.WriteFile(path, []byte(bundle), 0o600))
+		out, err := exec.Command("python3", "testdata/verify_bundle.py", path, e.key.Verifier).CombinedOutput()
+		return string(out), err
+	}
+	out, err := run(buf.String())
+	require.NoError(t, err, out)
+	require.Equal(t, "ok: 18 entries in the tree of size 18\n", out)
+
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	for _, i := range []int{1, 7, 18} {
+		var line evidence.BundleLine
+		require.NoError(t, json.Unmarshal([]byte(lines[i]), &line))
+		leaf, err := base64.StdEncoding.DecodeString(line.Leaf)
+		require.NoError(t, err)
+		bad := bytes.Replace(leaf, []byte(`refund-bot`), []byte(`refund-boT`), 1)
+		line.Leaf, line.Entry = base64.StdEncoding.EncodeToString(bad), bad
+		raw, err := json.Marshal(line)
+		require.NoError(t, err)
+		tampered := append([]string{}, lines...)
+		tampered[i] = string(raw)
+		out, err := run(strings.Join(tampered, "\n"))
+		require.Error(t, err, "line %d changed: %s", i+1, out)
+		require.Contains(t, out, fmt.Sprintf("line %d (log index %d", i+1, line.LogIndex))
+		require.Contains(t, out, "not in the checkpoint's tree")
+	}
+	other, err := evidence.LoadOrCreateKey(filepath.Join(dir, "other.key"), evidence.DefaultOrigin)
+	require.NoError(t, err)
+	path := filepath.Join(dir, "bundle.ndjson")
+	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o600))
+	out2, err := exec.Command("python3", "testdata/verify_bundle.py", path, other.Verifier).CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(out2), "line 1 (the checkpoint): the checkpoint is not signed by the verifier key")
 }

@@ -38,6 +38,7 @@ PAIRS: List[Tuple[type, str]] = [
     (t.ApprovalLimit, "ApprovalLimit"),
     (t.LimitUsage, "LimitUsage"),
     (t.GroupUsage, "GroupUsage"),
+    (t.AuditProof, "AuditProof"),
 ]
 
 

@@ -5,6 +5,9 @@ import { ROUTES, type RouteName } from "./routes.js";
 import type {
   Action,
   ActionPage,
+  AuditExportOptions,
+  AuditProof,
+  AuditProofOptions,
   Breaker,
   BreakerInput,
   BulkDecision,
@@ -396,6 +399,62 @@ export class Client {
     return (await this.call<{ versions: Breaker[] }>("breakerVersions", { id, signal: options.signal })).versions;
   }
 
+  // The evidence log.
+
+  /**
+   * The key that checks the log's checkpoints, in the note format
+   * (`origin+hash+base64`), as `arbiter audit key` prints it. Any key, or
+   * none, may ask.
+   */
+  async auditKey(options: CallOptions = {}): Promise<string> {
+    return (await this.raw("auditKey", { signal: options.signal, headers: { Accept: "text/plain, application/json" } })).trim();
+  }
+
+  /**
+   * The newest signed checkpoint, a C2SP signed note (origin, tree size and
+   * base64 root hash, then its signature), exactly as sent. Any key, or
+   * none, may ask; before the first checkpoint is signed (about 10 s after
+   * the first entry) it is an ArbiterError with code not_found.
+   */
+  auditCheckpoint(options: CallOptions = {}): Promise<string> {
+    return this.raw("auditCheckpoint", { signal: options.signal, headers: { Accept: "text/plain, application/json" } });
+  }
+
+  /**
+   * The inclusion proof of the entry with the given id against the newest
+   * checkpoint, or the one of tree size `size` (readers of its namespace,
+   * operators and admins; an agent key is forbidden). An entry not logged
+   * yet, or not in that checkpoint yet, is an ArbiterError with code not_found.
+   */
+  auditProof(entryId: string, options: AuditProofOptions & CallOptions = {}): Promise<AuditProof> {
+    const query = options.size !== undefined ? new URLSearchParams({ size: String(options.size) }) : undefined;
+    return this.call("auditProof", { id: entryId, query, signal: options.signal });
+  }
+
+  /**
+   * The RFC 6962 consistency proof (base64 hashes) that the tree of size
+   * `from` is a prefix of the tree of size `to` (at most the newest
+   * checkpoint's).
+   */
+  async auditConsistency(from: number, to: number, options: CallOptions = {}): Promise<string[]> {
+    const query = new URLSearchParams({ from: String(from), to: String(to) });
+    return (await this.call<{ proof: string[] }>("auditConsistency", { query, signal: options.signal })).proof;
+  }
+
+  /**
+   * The namespace's evidence bundle, NDJSON, as `arbiter audit export`
+   * writes it: a first line with the `checkpoint` and the `verifier_key`,
+   * then one line per logged entry recorded in [since, until), in log
+   * order, with its inclusion proof. `arbiter audit verify BUNDLE --key
+   * KEY` checks it offline.
+   */
+  auditExport(namespace: string, options: AuditExportOptions & CallOptions = {}): Promise<string> {
+    const query = new URLSearchParams({ namespace });
+    if (options.since !== undefined) query.set("since", new Date(options.since).toISOString());
+    if (options.until !== undefined) query.set("until", new Date(options.until).toISOString());
+    return this.raw("auditExport", { query, signal: options.signal, headers: { Accept: "application/x-ndjson, application/json" } });
+  }
+
   // The service.
 
   /** Resolves when the server process is up. */
@@ -410,12 +469,12 @@ export class Client {
 
   /** The server's Prometheus metrics, in the text format. */
   async metrics(options: CallOptions = {}): Promise<string> {
-    return this.raw("metrics", options.signal);
+    return this.raw("metrics", { signal: options.signal });
   }
 
   /** The OpenAPI 3.1 document the server implements. */
   async openapi(options: CallOptions = {}): Promise<Record<string, unknown>> {
-    return JSON.parse(await this.raw("openapi", options.signal)) as Record<string, unknown>;
+    return JSON.parse(await this.raw("openapi", { signal: options.signal })) as Record<string, unknown>;
   }
 
   // Plumbing.
@@ -427,8 +486,9 @@ export class Client {
     return (body === "" ? undefined : JSON.parse(body)) as T;
   }
 
-  private async raw(name: RouteName, signal?: AbortSignal): Promise<string> {
-    const { status, body } = await this.send(name, { signal });
+  /** Sends the request of a route and returns a successful answer's text as sent; any other answer throws an ArbiterError. */
+  private async raw(name: RouteName, req: RequestParts = {}): Promise<string> {
+    const { status, body } = await this.send(name, req);
     if (status < 200 || status > 299) throw answerError(status, body);
     return body;
   }

@@ -61,6 +61,12 @@ export const ROUTES = {
   deleteBreaker: { method: "DELETE", path: "/v1/breakers/{id}" },
   breakerVersions: { method: "GET", path: "/v1/breakers/{id}/versions" },
 
+  auditKey: { method: "GET", path: "/v1/audit/key" },
+  auditCheckpoint: { method: "GET", path: "/v1/audit/checkpoint" },
+  auditProof: { method: "GET", path: "/v1/audit/entries/{id}/proof" },
+  auditConsistency: { method: "GET", path: "/v1/audit/consistency" },
+  auditExport: { method: "GET", path: "/v1/audit/export" },
+
   health: { method: "GET", path: "/healthz" },
   ready: { method: "GET", path: "/readyz" },
   metrics: { method: "GET", path: "/metrics" },

@@ -267,6 +267,12 @@ export interface LedgerEntry {
   payload: Record<string, unknown>;
   occurred_at: string | null;
   recorded_at: string;
+  /**
+   * The entry's leaf in the evidence log (auditProof), once it joined the
+   * log, within 2 s of its commit; absent before (and from servers older
+   * than the log).
+   */
+  log_index?: number;
 }
 
 /** One page of actions, newest first. */
@@ -624,6 +630,8 @@ export type WebhookEventType =
   | "action.limit_exceeded"
   | "freeze.started"
   | "freeze.lifted"
+  | "audit.checkpoint"
+  | "audit.mismatch"
   | "webhook.test";
 
 /** An endpoint that receives alerts. `secret` is set only on creation and rotation. */
@@ -676,6 +684,37 @@ export interface Delivery {
   created_at: string;
   updated_at: string;
   attempts: DeliveryAttempt[];
+}
+
+/**
+ * An entry's inclusion proof (RFC 6962) in the tree of a signed
+ * checkpoint: hash the entry's leaf (SHA-256 of 0x00 and the leaf),
+ * combine it with `inclusion` as RFC 6962 does, and compare with the
+ * checkpoint's root hash.
+ */
+export interface AuditProof {
+  log_index: number;
+  tree_size: number;
+  /** Base64 of the leaf's hash. */
+  leaf_hash: string;
+  /** Base64 hashes, from the leaf's sibling up. */
+  inclusion: string[];
+  /** The checkpoint proved against, a C2SP signed note. */
+  checkpoint: string;
+}
+
+/** Picks the checkpoint an inclusion proof is against. */
+export interface AuditProofOptions {
+  /** The tree size of a signed checkpoint; absent: the newest. */
+  size?: number;
+}
+
+/** Selects the entries of an evidence bundle, by the time they were recorded. */
+export interface AuditExportOptions {
+  /** Recorded at or after. */
+  since?: Date | string;
+  /** Recorded before. */
+  until?: Date | string;
 }
 
 /** Filters a list of actions; absent fields match everything. */

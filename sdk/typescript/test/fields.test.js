@@ -65,6 +65,7 @@ const pairs = [
   ["ApprovalLimit", "ApprovalLimit"],
   ["LimitUsage", "LimitUsage"],
   ["GroupUsage", "GroupUsage"],
+  ["AuditProof", "AuditProof"],
 ];
 
 for (const [iface, schemaName] of pairs) {

@@ -6,7 +6,7 @@
 import { tool as aiTool } from "ai";
 import { tool as agentsTool } from "@openai/agents";
 import { z } from "zod";
-import { Client, DeniedError, FrozenError, LimitExceededError, PendingApprovalError, key, type Action, type ApprovalLimit, type Breaker, type BreakerState, type Freeze, type FreezeRef, type Limit, type LimitCharge, type LimitUsage, type Outcome } from "@arbiter-ledger/arbiter";
+import { Client, DeniedError, FrozenError, LimitExceededError, PendingApprovalError, key, type Action, type ApprovalLimit, type AuditProof, type Breaker, type BreakerState, type Freeze, type FreezeRef, type LedgerEntry, type Limit, type LimitCharge, type LimitUsage, type Outcome } from "@arbiter-ledger/arbiter";
 import { arbiterTool as aiArbiterTool } from "@arbiter-ledger/arbiter/ai-sdk";
 import { arbiterTool as agentsArbiterTool } from "@arbiter-ledger/arbiter/openai-agents";
 
@@ -109,4 +109,19 @@ export async function freezes(frozen: FrozenError, pending: PendingApprovalError
   type _29 = Expect<Equal<Awaited<ReturnType<typeof arbiter.deleteBreaker>>, void>>;
   await arbiter.updateBreaker(b.id, { window: 600 });
   await arbiter.breakers({ namespace: "payments" });
+}
+
+// The evidence log: text answers are strings, a proof is an AuditProof.
+export async function evidence(entry: LedgerEntry) {
+  type _30 = Expect<Equal<Awaited<ReturnType<typeof arbiter.auditKey>>, string>>;
+  type _31 = Expect<Equal<Awaited<ReturnType<typeof arbiter.auditCheckpoint>>, string>>;
+  const p = await arbiter.auditProof(entry.id, { size: 42 });
+  type _32 = Expect<Equal<typeof p, AuditProof>>;
+  type _33 = Expect<Equal<typeof p.inclusion, string[]>>;
+  type _34 = Expect<Equal<Awaited<ReturnType<typeof arbiter.auditConsistency>>, string[]>>;
+  type _35 = Expect<Equal<Awaited<ReturnType<typeof arbiter.auditExport>>, string>>;
+  type _36 = Expect<Equal<typeof entry.log_index, number | undefined>>;
+  await arbiter.auditExport("payments", { since: new Date(), until: "2026-12-01T00:00:00Z" });
+  // @ts-expect-error: a bundle is of one namespace
+  await arbiter.auditExport();
 }

@@ -32,6 +32,7 @@ from .guard import Guard, arun
 from .types import (
     Action,
     ActionPage,
+    AuditProof,
     Breaker,
     BulkDecisionResult,
     Decision,
@@ -467,6 +468,23 @@ class AsyncClient:
 
     async def breaker_versions(self, id: str) -> List[Breaker]:
         return await self._in_thread(self.sync.breaker_versions, id)
+
+    async def audit_key(self) -> str:
+        return await self._in_thread(self.sync.audit_key)
+
+    async def audit_checkpoint(self) -> str:
+        return await self._in_thread(self.sync.audit_checkpoint)
+
+    async def audit_proof(self, entry_id: str, size: Optional[int] = None) -> AuditProof:
+        return await self._in_thread(self.sync.audit_proof, entry_id, size=size)
+
+    async def audit_consistency(self, from_size: int, to_size: int) -> List[str]:
+        return await self._in_thread(self.sync.audit_consistency, from_size, to_size)
+
+    async def audit_export(
+        self, namespace: str, since: Optional[datetime] = None, until: Optional[datetime] = None
+    ) -> str:
+        return await self._in_thread(self.sync.audit_export, namespace, since=since, until=until)
 
     async def health(self) -> None:
         return await self._in_thread(self.sync.health)

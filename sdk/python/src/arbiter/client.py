@@ -20,6 +20,7 @@ from .routes import ROUTES
 from .types import (
     Action,
     ActionPage,
+    AuditProof,
     Breaker,
     BulkDecisionResult,
     Decision,
@@ -165,6 +166,18 @@ class Client:
             return json.loads(raw)
         except ValueError as e:
             raise APIError("unexpected_answer", f"{name}: the answer is not JSON: {e}", status) from e
+
+    def _text(self, name: str, id: str = "", query: Optional[Mapping[str, str]] = None, accept: str = "") -> str:
+        """Sends a request whose successful answer is text (a non-2xx
+        answer raises as _call does) and returns that text as sent."""
+        headers = {"Accept": f"{accept}, application/json"} if accept else None
+        status, raw = self._send(name, id, query, headers=headers)
+        if not 200 <= status <= 299:
+            raise answer_error(status, raw)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise APIError("unexpected_answer", f"{name}: the answer is not UTF-8: {e}", status) from e
 
     # --- entries ---
 
@@ -611,6 +624,50 @@ class Client:
     def breaker_versions(self, id: str) -> List[Breaker]:
         """Every version of a breaker, oldest first (without ``state``)."""
         return [decode(Breaker, b) for b in self._call("breaker_versions", id)["versions"]]
+
+    # --- the evidence log ---
+
+    def audit_key(self) -> str:
+        """The key that checks the log's checkpoints, in the note format
+        (``origin+hash+base64``), as ``arbiter audit key`` prints it. Any
+        key, or none, may ask."""
+        return self._text("audit_key", accept="text/plain").strip()
+
+    def audit_checkpoint(self) -> str:
+        """The newest signed checkpoint, a C2SP signed note (origin, tree
+        size and base64 root hash, then its signature), exactly as sent. Any
+        key, or none, may ask; before the first checkpoint is signed (about
+        10 s after the first entry) it raises APIError ``not_found``."""
+        return self._text("audit_checkpoint", accept="text/plain")
+
+    def audit_proof(self, entry_id: str, size: Optional[int] = None) -> AuditProof:
+        """The inclusion proof of the entry with that id against the newest
+        checkpoint, or the one of tree size ``size`` (readers of its
+        namespace, operators and admins; an agent key raises ``forbidden``).
+        An entry not logged yet, or not in that checkpoint yet, raises
+        APIError ``not_found``."""
+        query = {"size": str(size)} if size is not None else None
+        return decode(AuditProof, self._call("audit_proof", entry_id, query=query))
+
+    def audit_consistency(self, from_size: int, to_size: int) -> List[str]:
+        """The RFC 6962 consistency proof (base64 hashes) that the tree of
+        size ``from_size`` is a prefix of the tree of size ``to_size`` (at
+        most the newest checkpoint's)."""
+        out = self._call("audit_consistency", query={"from": str(from_size), "to": str(to_size)})
+        return list(out["proof"])
+
+    def audit_export(self, namespace: str, since: Optional[datetime] = None, until: Optional[datetime] = None) -> str:
+        """The namespace's evidence bundle, NDJSON, as ``arbiter audit
+        export`` writes it: a first line with the ``checkpoint`` and the
+        ``verifier_key``, then one line per logged entry recorded in
+        [since, until), in log order, with its inclusion proof. ``arbiter
+        audit verify BUNDLE --key KEY`` checks it offline."""
+        query = {"namespace": namespace}
+        if since is not None:
+            query["since"] = format_time(since)
+        if until is not None:
+            query["until"] = format_time(until)
+        return self._text("audit_export", query=query, accept="application/x-ndjson")
 
     # --- the service ---
 

@@ -110,7 +110,7 @@ EventType = Literal[
     "action.timed_out", "action.decided", "action.key_reused", "action.stale_outcome", "action.late_result",
     "action.compensated", "action.failed", "action.approval_requested", "action.approved",
     "action.approval_escalated", "action.approval_expired", "action.reconciled", "action.limit_exceeded",
-    "freeze.started", "freeze.lifted", "webhook.test",
+    "freeze.started", "freeze.lifted", "audit.checkpoint", "audit.mismatch", "webhook.test",
 ]
 WebhookFormat = Literal["standard", "slack"]
 # WebhookFormatOrDefault: a format, or "" for the server's default (standard).
@@ -421,6 +421,24 @@ class LedgerEntry:
     payload: Dict[str, Any]
     occurred_at: Optional[datetime]
     recorded_at: datetime
+    # The entry's leaf in the evidence log (audit_proof), once it joined
+    # the log, within 2 s of its commit; None before (and from servers
+    # older than the log).
+    log_index: Optional[int] = None
+
+
+@dataclass
+class AuditProof:
+    """An entry's inclusion proof (RFC 6962) in the tree of a signed
+    checkpoint: hash the entry's leaf (SHA-256 of 0x00 and the leaf),
+    combine it with ``inclusion`` as RFC 6962 does, and compare with the
+    checkpoint's root hash."""
+
+    log_index: int
+    tree_size: int
+    leaf_hash: str  # base64 of the leaf's hash
+    inclusion: List[str]  # base64 hashes, from the leaf's sibling up
+    checkpoint: str  # the checkpoint proved against, a C2SP signed note
 
 
 @dataclass

@@ -194,3 +194,22 @@ async def async_limits(admin: arbiter.AsyncClient) -> None:
     assert_type(cap, arbiter.Limit)
     assert_type(await admin.limit_usage(cap.id), arbiter.LimitUsage)
     assert_type(await admin.limits(), List[arbiter.Limit])
+
+
+# The evidence log: the README's calls.
+def evidence(auditor: arbiter.Client, entry: arbiter.LedgerEntry) -> None:
+    assert_type(auditor.audit_key(), str)
+    assert_type(auditor.audit_checkpoint(), str)
+    p = auditor.audit_proof(entry.id)
+    assert_type(p, arbiter.AuditProof)
+    assert_type(p.inclusion, List[str])
+    assert_type(p.tree_size, int)
+    assert_type(auditor.audit_proof(entry.id, size=p.tree_size), arbiter.AuditProof)
+    assert_type(auditor.audit_consistency(1, p.tree_size), List[str])
+    assert_type(auditor.audit_export("payments", since=datetime(2026, 11, 1)), str)
+    assert_type(entry.log_index, Optional[int])
+
+
+async def async_evidence(auditor: arbiter.AsyncClient, entry_id: str) -> None:
+    assert_type(await auditor.audit_proof(entry_id), arbiter.AuditProof)
+    assert_type(await auditor.audit_export("payments"), str)
