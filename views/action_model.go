@@ -2,6 +2,7 @@ package views
 
 import (
 	"encoding/json"
+	"github.com/arbiter-ledger/arbiter/services/evidence"
 	"slices"
 	"time"
 
@@ -17,8 +18,11 @@ import (
 type ActionView struct {
 	Action  *record.Action
 	Entries []*record.Entry // oldest first, ending with the entry that made Action's state
-	Now     time.Time
-	CSRF    string
+	// Marks are the entries' places in the evidence log, by entry id (nil:
+	// the page shows none).
+	Marks map[string]evidence.Mark
+	Now   time.Time
+	CSRF  string
 	// CanDecide is whether the signed-in user may decide; a viewer gets a
 	// read-only note instead of the panel.
 	CanDecide bool

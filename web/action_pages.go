@@ -10,6 +10,7 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/services/webhooks"
 
+	"github.com/arbiter-ledger/arbiter/services/evidence"
 	"github.com/arbiter-ledger/arbiter/services/record"
 
 	"github.com/labstack/echo/v4"
@@ -30,6 +31,8 @@ type actionPages struct {
 	*dashboard
 	ledger actionLedger
 	hooks  deliveryReader
+	// evidence marks each entry with its place in the log; nil shows none.
+	evidence *evidence.Log
 }
 
 // deliveryReader lists the webhook deliveries an action caused.
@@ -38,7 +41,7 @@ type deliveryReader interface {
 }
 
 func newActionPages(dash *dashboard, d Deps) *actionPages {
-	h := &actionPages{dashboard: dash, ledger: d.Ledger}
+	h := &actionPages{dashboard: dash, ledger: d.Ledger, evidence: d.Evidence}
 	if d.Webhooks != nil {
 		h.hooks = d.Webhooks
 	}
@@ -75,6 +78,9 @@ func (h *actionPages) timeline(c echo.Context) error {
 		return err
 	}
 	v := views.ActionView{Action: a, Entries: w.Entries, Older: w.Older, Now: time.Now().UTC()}
+	if v.Marks, err = h.marks(c, v); err != nil {
+		return err
+	}
 	c.Response().Header().Add("Vary", "HX-Request")
 	switch {
 	case isHTMX(c) && before > 0:
@@ -176,6 +182,9 @@ func (h *actionPages) view(c echo.Context) (views.ActionView, error) {
 		return views.ActionView{}, err
 	}
 	v := views.ActionView{Action: a, Entries: w.Entries, Older: w.Older, Now: time.Now().UTC()}
+	if v.Marks, err = h.marks(c, v); err != nil {
+		return views.ActionView{}, err
+	}
 	if h.hooks != nil {
 		if v.Deliveries, err = h.hooks.ActionDeliveries(c.Request().Context(), principal(c), a); err != nil {
 			return views.ActionView{}, err
@@ -188,6 +197,14 @@ func (h *actionPages) view(c echo.Context) (views.ActionView, error) {
 		v.Admin = s.Principal().Role == services.RoleAdmin
 	}
 	return v, nil
+}
+
+// marks proves the page's entries against the newest checkpoint.
+func (h *actionPages) marks(c echo.Context, v views.ActionView) (map[string]evidence.Mark, error) {
+	if h.evidence == nil {
+		return nil, nil
+	}
+	return h.evidence.Marks(c.Request().Context(), v.Action.Namespace, v.Action.ID, v.Action.Key, v.Entries)
 }
 
 // conflict describes what changed since the page the operator decided on.

@@ -34,6 +34,9 @@ type env struct {
 	// lifetime.
 	keys *accounts.Keys
 	log  *bytes.Buffer
+	// logKey signs the evidence log's checkpoints (the tests run the
+	// sequencer themselves: sequence).
+	logKey *evidence.Key
 }
 
 func newEnv(t *testing.T, st *services.Store) *env {
@@ -55,11 +58,13 @@ func newEnvWith(t *testing.T, st *services.Store, tune func(*accounts.Accounts))
 		tune(accts)
 	}
 	keys := accounts.NewKeys(st)
-	h := web.New(web.Deps{Store: st, Evidence: evidence.NewLog(st.Driver(), dbtest.LogKey(t)), Ledger: ledger, Keys: keys, Accounts: accts, Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}), Policies: approvals, Limits: limits,
-		Freezes: freezes, Breakers: breakers, Metrics: metrics, Log: slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))})
+	logKey := dbtest.LogKey(t)
+	slogger := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))
+	h := web.New(web.Deps{Store: st, Evidence: evidence.NewLog(st.Driver(), logKey), SelfCheck: evidence.NewSelfChecker(st.Driver(), slogger, nil), Ledger: ledger, Keys: keys, Accounts: accts, Webhooks: webhooks.New(st, webhooks.Config{Policy: webhooks.AddressPolicy{AllowPrivate: true}}), Policies: approvals, Limits: limits,
+		Freezes: freezes, Breakers: breakers, Metrics: metrics, Log: slogger})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv, st: st, keys: keys, log: logs}
+	return &env{t: t, srv: srv, st: st, keys: keys, log: logs, logKey: logKey}
 }
 
 // key creates an API key and returns its secret.

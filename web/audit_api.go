@@ -18,7 +18,11 @@ type auditHandler struct {
 }
 
 func (h *auditHandler) key(c echo.Context) error {
-	return c.String(http.StatusOK, h.log.VerifierKey()+"\n")
+	k, err := h.log.VerifierKey(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.String(http.StatusOK, k+"\n")
 }
 
 func (h *auditHandler) checkpoint(c echo.Context) error {

@@ -87,6 +87,8 @@ func TestBrowserEveryPageMeetsWCAG(t *testing.T) {
 		webhooks.EndpointInput{URL: &u, EventTypes: &[]record.EventType{record.EventTimedOut}})
 	require.NoError(t, err)
 
+	require.Positive(t, d.sequenceAll(), "the entries join the evidence log: the marks show verified")
+
 	pw := d.user("root@example.com", services.RoleAdmin)
 	tb := newTab(t, true)
 	tb.signIn(t, d.srv.URL, "root@example.com", pw)
@@ -104,6 +106,7 @@ func TestBrowserEveryPageMeetsWCAG(t *testing.T) {
 		"/admin/webhooks",
 		"/admin/webhooks/new",
 		"/admin/webhooks/" + ep.ID,
+		"/admin/audit",
 		"/account/sessions",
 		"/account/password",
 	}

@@ -256,6 +256,11 @@ func New(d Deps) *echo.Echo {
 	e.POST("/admin/webhooks/:id/delete", hookPages.delete, recent(confirmed)...)
 	e.POST("/admin/deliveries/:id/redeliver", hookPages.redeliver, admins...)
 
+	// The evidence log's Audit page.
+	audit := &auditPages{dashboard: dash, log: d.Evidence, check: d.SelfCheck}
+	e.GET("/admin/audit", audit.page, admins...)
+	e.POST("/admin/audit/check", audit.checkNow, admins...)
+
 	// Approval policies (tests may build a server without them).
 	if d.Policies != nil {
 		polPages := &policyPages{dashboard: dash, policies: d.Policies}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/arbiter-ledger/arbiter/services"
 	"github.com/arbiter-ledger/arbiter/services/driver"
+	"github.com/arbiter-ledger/arbiter/services/record"
 )
 
 // Log answers what readers ask of the evidence log: its key, its
@@ -34,8 +35,24 @@ func NewLog(drv driver.Logger, key *Key) *Log {
 }
 
 // VerifierKey is the key that checks the log's checkpoints, in the note
-// format (origin+hash+base64).
-func (l *Log) VerifierKey() string { return l.verifier }
+// format (origin+hash+base64): this process's, else the one the log
+// recorded at its first checkpoint. Before both it is not found.
+func (l *Log) VerifierKey(ctx context.Context) (string, error) {
+	if l.verifier != "" {
+		return l.verifier, nil
+	}
+	v, err := l.drv.LogVerifierKeyOf(ctx)
+	if err != nil {
+		return "", services.DBError("evidence: read the verifier key", err)
+	}
+	if v == "" {
+		return "", ErrNoKey
+	}
+	return v, nil
+}
+
+// ErrNoKey: no signing key is known yet.
+var ErrNoKey = services.Errorf(services.CodeNotFound, "the evidence log has no signing key yet: serve makes one at its first start")
 
 // ErrNoCheckpoint: the log has signed no checkpoint yet.
 var ErrNoCheckpoint = services.Errorf(services.CodeNotFound, "the evidence log has signed no checkpoint yet (one is signed within 10 s of the first entry)")
@@ -125,6 +142,88 @@ func (l *Log) Consistency(ctx context.Context, from, to int64) ([]string, error)
 		return nil, services.DBError("evidence: prove consistency", err)
 	}
 	return hashStrings(proof), nil
+}
+
+// Mark is what the action page shows beside an entry.
+type Mark struct {
+	// Index is the entry's log index, or -1 before it joined the log.
+	Index int64
+	// State is MarkVerified, MarkPending or MarkChanged.
+	State string
+}
+
+// The states of a Mark.
+const (
+	// MarkVerified: the entry, as stored now, proves at its index in the
+	// newest checkpoint, whose signature checks.
+	MarkVerified = "verified"
+	// MarkPending: not logged yet, or logged after the newest checkpoint.
+	MarkPending = "pending"
+	// MarkChanged: the entry does not prove: it changed after it was
+	// logged (or the checkpoint's signature does not check).
+	MarkChanged = "changed"
+)
+
+// Marks proves each entry of one action against the newest checkpoint,
+// from the entry as read now: an edited row does not verify.
+func (l *Log) Marks(ctx context.Context, namespace, actionID, key string, entries []*record.Entry) (map[string]Mark, error) {
+	marks := make(map[string]Mark, len(entries))
+	logged := false
+	for _, e := range entries {
+		m := Mark{Index: -1, State: MarkPending}
+		if e.LogIndex != nil {
+			m.Index, logged = *e.LogIndex, true
+		}
+		marks[e.ID] = m
+	}
+	if !logged {
+		return marks, nil
+	}
+	lc, err := l.drv.LogCheckpoint(ctx, -1)
+	if err != nil {
+		return nil, services.DBError("evidence: read a checkpoint", err)
+	}
+	if lc == nil {
+		return marks, nil
+	}
+	vkey, err := l.VerifierKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := Open(lc.Note, vkey)
+	r := cachedReader(l.hashReader(ctx)) // neighbours share most of a proof
+	for _, e := range entries {
+		m := marks[e.ID]
+		if m.Index < 0 || m.Index >= c.Size && err == nil {
+			continue
+		}
+		m.State = MarkChanged
+		if err == nil {
+			ok, perr := proves(r, c, namespace, actionID, key, e)
+			if perr != nil {
+				return nil, perr
+			}
+			if ok {
+				m.State = MarkVerified
+			}
+		}
+		marks[e.ID] = m
+	}
+	return marks, nil
+}
+
+// proves reports whether an entry's leaf, written again from e, proves
+// at its index; err is a failure to read the tree.
+func proves(r tlog.HashReader, c Checkpoint, namespace, actionID, key string, e *record.Entry) (bool, error) {
+	leaf, err := Leaf(namespace, actionID, key, *e)
+	if err != nil {
+		return false, nil // a payload that is not JSON was not what was logged
+	}
+	proof, err := tlog.ProveRecord(c.Size, *e.LogIndex, r)
+	if err != nil {
+		return false, services.DBError("evidence: prove an entry", err)
+	}
+	return tlog.CheckRecord(proof, c.Size, c.Root, *e.LogIndex, LeafHash(leaf)) == nil, nil
 }
 
 func hashStrings(hs []tlog.Hash) []string {
