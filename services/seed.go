@@ -1,6 +1,7 @@
 package services
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -15,7 +16,12 @@ type SeedRequest struct {
 	Actions      int
 	TimedOut     int
 	LongTimeline int
+	// Progress, when set, is told the actions written so far.
+	Progress func(actions int)
 }
+
+// seedPart is how many actions one statement of Seed writes.
+const seedPart = 50_000
 
 // SeedResult names what Seed made.
 type SeedResult struct {
@@ -37,10 +43,19 @@ func (s *Store) Seed(ctx context.Context, r SeedRequest) (SeedResult, error) {
 		ON CONFLICT (name) DO NOTHING`, ns, Now()).Error; err != nil {
 		return SeedResult{}, DBError("seed: create namespace", err)
 	}
-	long, err := s.drv.Seed(ctx, &driver.SeedParams{Namespace: ns, Actions: r.Actions, TimedOut: r.TimedOut,
-		LongTimeline: r.LongTimeline, Now: Now()})
-	if err != nil {
-		return SeedResult{}, DBError("seed", err)
+	now := Now()
+	var long string
+	for from := 1; from <= r.Actions; from += seedPart {
+		n := min(seedPart, r.Actions-from+1)
+		id, err := s.drv.Seed(ctx, &driver.SeedParams{Namespace: ns, From: from, Actions: n, TimedOut: r.TimedOut,
+			Last: from+n > r.Actions, LongTimeline: r.LongTimeline, Now: now})
+		if err != nil {
+			return SeedResult{}, DBError("seed", err)
+		}
+		long = cmp.Or(long, id)
+		if r.Progress != nil {
+			r.Progress(from + n - 1)
+		}
 	}
 	return SeedResult{Namespace: ns, LongActionID: long, Took: time.Since(start)}, nil
 }

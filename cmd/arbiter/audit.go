@@ -80,7 +80,7 @@ func (a *auditExportCmd) Run(ctx context.Context) error {
 			return err
 		}
 		defer st.Close()
-		bar := newBar(-1, "exporting", a.Output != "")
+		bar := newBar(-1, "exporting", "entries", a.Output != "")
 		res, err := evidence.NewLog(st.Driver(), nil).Export(ctx, services.Principal{Role: services.RoleAdmin}, bw,
 			evidence.ExportQuery{Namespace: a.Namespace, Since: since, Until: until, Progress: bar.set})
 		bar.done()
@@ -148,7 +148,7 @@ func (a *auditVerifyCmd) database(ctx context.Context) error {
 	defer st.Close()
 	var bar *bar
 	rep, err := evidence.VerifyDatabase(ctx, st.Driver(), a.Key, evidence.VerifyOptions{
-		Total:    func(n int64) { bar = newBar(n, "verifying", true) },
+		Total:    func(n int64) { bar = newBar(n, "verifying", "entries", true) },
 		Progress: func(n int64) { bar.set(int(n)) },
 	})
 	bar.done()
@@ -184,16 +184,18 @@ type bar struct {
 	pb *progressbar.ProgressBar
 }
 
-// newBar shows a bar of total steps (-1: unknown) on a terminal; show
-// false (output on the terminal too) shows none.
-func newBar(total int64, what string, show bool) *bar {
+// newBar shows a bar of total steps (-1: unknown) of unit on a terminal;
+// show false (output on the terminal too) shows none.
+func newBar(total int64, what, unit string, show bool) *bar {
 	if !show || !term.IsTerminal(int(os.Stderr.Fd())) {
 		return nil
 	}
-	return &bar{pb: progressbar.NewOptions64(total, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription(what),
-		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("entries"),
+	pb := progressbar.NewOptions64(total, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString(unit),
 		progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionClearOnFinish())}
+		progressbar.OptionClearOnFinish())
+	_ = pb.RenderBlank() // the clock starts now, not at the first step
+	return &bar{pb: pb}
 }
 
 func (b *bar) set(n int) {

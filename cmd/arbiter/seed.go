@@ -21,7 +21,11 @@ func (s *seedCmd) Run(ctx context.Context, c *cli, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
-	res, err := st.Seed(ctx, servicesSeed(s))
+	req := servicesSeed(s)
+	bar := newBar(int64(s.Actions), "seeding", "actions", true)
+	req.Progress = bar.set
+	res, err := st.Seed(ctx, req)
+	bar.done()
 	if err != nil {
 		return err
 	}

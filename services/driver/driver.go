@@ -432,9 +432,15 @@ func EndpointNets(ps []*DeliveryRecordAttemptParams) []*EndpointNet {
 // TimedOut are timed out, and one more with LongTimeline entries if it is
 // above zero. Seed returns that action's id.
 type SeedParams struct {
-	Namespace    string
-	Actions      int
-	TimedOut     int
+	Namespace string
+	// From and Actions: this call writes the actions seed:From to
+	// seed:From+Actions-1 (From counts from 1), so a large seed goes in
+	// parts; the first TimedOut of all of them are timed out.
+	From     int
+	Actions  int
+	TimedOut int
+	// Last is the last part: it writes the long timeline and analyzes.
+	Last         bool
 	LongTimeline int
 	Now          time.Time
 }

@@ -24,14 +24,14 @@ func (d *Driver) Seed(ctx context.Context, p *driver.SeedParams) (string, error)
 			CASE WHEN g <= %d THEN $1::timestamptz - interval '1 minute' END, NULL,
 			'ref-' || g, 'agent-' || (g %% 50), NULL, md5(g::text), jsonb_build_object('n', g), '{"ok": true}', NULL, false, 2,
 			$1::timestamptz - (g || ' seconds')::interval, $1::timestamptz - (g || ' seconds')::interval, NULL, NULL, NULL
-		FROM generate_series(1, %d) AS g`, p.TimedOut, p.TimedOut, p.Actions),
+		FROM generate_series(%d, %d) AS g`, p.TimedOut, p.TimedOut, p.From, p.From+p.Actions-1),
 		`INSERT INTO entries (` + entryColumns + `)
 		SELECT pg_temp.seed_uuid(created_at, substr(key, 6)::bigint, s.seq), id, namespace, s.seq,
 			CASE WHEN s.seq = 1 THEN 'intent' WHEN status = 'timed_out' THEN 'timed_out' ELSE 'succeeded' END,
 			CASE WHEN s.seq = 2 AND status = 'timed_out' THEN 'system' ELSE 'agent' END, agent, 1, '{}', NULL,
 			created_at + (s.seq || ' milliseconds')::interval
-		FROM actions, (VALUES (1), (2)) AS s(seq)
-		WHERE namespace = $1 AND key LIKE 'seed:%' ORDER BY id, s.seq`,
+		FROM generate_series($2::int, $3::int) AS g JOIN actions ON namespace = $1 AND key = 'seed:' || g, (VALUES (1), (2)) AS s(seq)
+		ORDER BY id, s.seq`,
 	}
 	// One connection: the helper function lives in its session.
 	conn, err := d.db.Conn(ctx)
@@ -39,13 +39,16 @@ func (d *Driver) Seed(ctx context.Context, p *driver.SeedParams) (string, error)
 		return "", err
 	}
 	defer conn.Close()
-	args := [][]any{nil, {p.Now, p.Namespace}, {p.Namespace}}
+	args := [][]any{nil, {p.Now, p.Namespace}, {p.Namespace, p.From, p.From + p.Actions - 1}}
 	for i, q := range stmts {
 		if _, err := conn.ExecContext(ctx, q, args[i]...); err != nil {
 			return "", fmt.Errorf("pgdriver: seed: %w", err)
 		}
 	}
 	var longID string
+	if !p.Last {
+		return "", nil
+	}
 	if p.LongTimeline > 0 {
 		longID = uuid.Must(uuid.NewV7()).String()
 		if _, err := conn.ExecContext(ctx, `INSERT INTO actions (`+actionColumns+`)
