@@ -51,10 +51,10 @@ func (l *Log) VerifierKey(ctx context.Context) (string, error) {
 	return v, nil
 }
 
-// ErrNoKey: no signing key is known yet.
+// ErrNoKey is answered when no signing key is known yet.
 var ErrNoKey = services.Errorf(services.CodeNotFound, "the evidence log has no signing key yet: serve makes one at its first start")
 
-// ErrNoCheckpoint: the log has signed no checkpoint yet.
+// ErrNoCheckpoint is answered when the log has signed no checkpoint yet.
 var ErrNoCheckpoint = services.Errorf(services.CodeNotFound, "the evidence log has signed no checkpoint yet (one is signed within 10 s of the first entry)")
 
 // Checkpoint is the newest signed checkpoint, or the one of tree size n

@@ -121,7 +121,7 @@ func TestProofsAgainstCheckpoints(t *testing.T) {
 		// The proof of the pruned entry against the old checkpoint still
 		// answers: retention kept its leaf... but not its entry, so it
 		// is no longer found by id.
-		p, err = log.Proof(ctx, reader, entries[0].ID, first.Size)
+		_, err = log.Proof(ctx, reader, entries[0].ID, first.Size)
 		require.ErrorIs(t, err, services.ErrNotFound)
 		rep, err := evidence.VerifyDatabase(ctx, st.Driver(), e.key.Verifier, evidence.VerifyOptions{})
 		require.NoError(t, err)

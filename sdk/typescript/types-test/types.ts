@@ -6,7 +6,7 @@
 import { tool as aiTool } from "ai";
 import { tool as agentsTool } from "@openai/agents";
 import { z } from "zod";
-import { Client, DeniedError, FrozenError, LimitExceededError, PendingApprovalError, key, type Action, type ApprovalLimit, type AuditProof, type Breaker, type BreakerState, type Freeze, type FreezeRef, type LedgerEntry, type Limit, type LimitCharge, type LimitUsage, type Outcome } from "@arbiter-ledger/arbiter";
+import { Client, DeniedError, FrozenError, LimitExceededError, PendingApprovalError, key, type Action, type ApprovalLimit, type AuditProof, type Breaker, type BreakerState, type Freeze, type FreezeRef, type LedgerEntry, type Limit, type LimitCharge, type LimitUsage, type Outcome, type WebhookEventType } from "@arbiter-ledger/arbiter";
 import { arbiterTool as aiArbiterTool } from "@arbiter-ledger/arbiter/ai-sdk";
 import { arbiterTool as agentsArbiterTool } from "@arbiter-ledger/arbiter/openai-agents";
 
@@ -124,4 +124,9 @@ export async function evidence(entry: LedgerEntry) {
   await arbiter.auditExport("payments", { since: new Date(), until: "2026-12-01T00:00:00Z" });
   // @ts-expect-error: a bundle is of one namespace
   await arbiter.auditExport();
+  // Each new checkpoint, and a self-check's mismatch, as alerts.
+  const alerts: WebhookEventType[] = ["audit.checkpoint", "audit.mismatch"];
+  await arbiter.createWebhook({ url: "https://siem.example/arbiter", event_types: alerts });
+  // @ts-expect-error: not an alert
+  await arbiter.createWebhook({ url: "https://siem.example/arbiter", event_types: ["audit.checkpointed"] });
 }

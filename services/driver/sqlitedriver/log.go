@@ -230,7 +230,7 @@ func (d *Driver) LogNamespace(ctx context.Context, ns string, since, until time.
 	return driver.ScanLoggedEntries(rows, err)
 }
 
-// LogPassedOver: on SQLite every entry written is queued (a trigger), so
+// LogPassedOver finds entries the log passed over. On SQLite every entry written is queued (a trigger), so
 // one neither queued nor logged was written past the queue, and one below
 // a logged entry of its action was written into the log's history.
 func (d *Driver) LogPassedOver(ctx context.Context, limit int) ([]driver.LogEntry, error) {

@@ -208,6 +208,8 @@ def evidence(auditor: arbiter.Client, entry: arbiter.LedgerEntry) -> None:
     assert_type(auditor.audit_consistency(1, p.tree_size), List[str])
     assert_type(auditor.audit_export("payments", since=datetime(2026, 11, 1)), str)
     assert_type(entry.log_index, Optional[int])
+    hook = auditor.create_webhook("https://siem.example/arbiter", ["audit.checkpoint", "audit.mismatch"])
+    assert_type(hook.event_types, List[types.EventType])
 
 
 async def async_evidence(auditor: arbiter.AsyncClient, entry_id: str) -> None:
