@@ -115,6 +115,7 @@ const (
 	DecisionAbandon         = string(record.DecisionAbandon)
 	DecisionApprove         = string(record.DecisionApprove) // one distinct person's yes; reason optional
 	DecisionReject          = string(record.DecisionReject)
+	DecisionAcknowledge     = string(record.DecisionAcknowledge)
 )
 
 // Action is the authoritative record of one intended side effect,

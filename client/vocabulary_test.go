@@ -28,7 +28,7 @@ func TestVocabularyIsRecords(t *testing.T) {
 		client.OutcomeDuplicate, client.OutcomeRejected, client.OutcomePendingApproval, client.OutcomeDenied, client.OutcomeFrozen})
 	require.Equal(t, strs(record.Decisions), []string{client.DecisionConfirm, client.DecisionRetry,
 		client.DecisionCompensate, client.DecisionMarkCompensated, client.DecisionAbandon,
-		client.DecisionApprove, client.DecisionReject})
+		client.DecisionApprove, client.DecisionReject, client.DecisionAcknowledge})
 	require.Equal(t, record.Answers, []client.Answer{client.AnswerHappened, client.AnswerNotHappened,
 		client.AnswerUnknown})
 }

@@ -30,6 +30,9 @@ func (l *Ledger) ActionWithTimeline(ctx context.Context, p Principal, id string,
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := l.markReview(ctx, a); err != nil { // the panel offers acknowledge
+		return nil, nil, err
+	}
 	if limit < 1 || limit > MaxTimelineLimit {
 		limit = MaxTimelineLimit
 	}

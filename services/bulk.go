@@ -260,6 +260,11 @@ func (l *Ledger) DecideMany(ctx context.Context, p Principal, in BulkInput) (*Bu
 	if err != nil {
 		return nil, err
 	}
+	if d.Decision == record.DecisionAcknowledge {
+		if err := l.markReview(ctx, matched...); err != nil {
+			return nil, err
+		}
+	}
 	b := l.planMany(p, matched, d, !in.DryRun)
 	if in.DryRun {
 		pv := &BulkPreview{Matched: len(matched), Allowed: len(b.allowed), Sample: make([]*record.Action, 0, BulkSampleSize),

@@ -28,6 +28,9 @@ var specDecisions = map[record.Decision]struct {
 	"abandon":          {[]record.Status{"timed_out", "failed", "retry_requested", "compensation_requested"}, "abandoned"},
 	"approve":          {[]record.Status{"awaiting_approval"}, "approved"}, // the last person needed
 	"reject":           {[]record.Status{"awaiting_approval", "approved"}, "denied"},
+	// Any status, but only while a review alert shows, which none of
+	// statusPaths leaves: TestAcknowledgeClearsReviewAlerts.
+	"acknowledge": {nil, ""},
 }
 
 // statusPaths bring key "k" to each status, with the version it ends at.
@@ -61,7 +64,7 @@ func specAllows(decision record.Decision, st record.Status) bool {
 func TestAllowedDecisionsMatchSpec(t *testing.T) {
 	t.Parallel()
 	require.ElementsMatch(t, []record.Decision{"confirm", "retry", "compensate", "mark_compensated", "abandon",
-		"approve", "reject"}, record.Decisions)
+		"approve", "reject", "acknowledge"}, record.Decisions)
 	require.Len(t, record.Statuses, len(statusPaths))
 	for _, st := range record.Statuses {
 		var want []record.Decision

@@ -464,6 +464,9 @@ func (l *Ledger) Decide(ctx context.Context, p Principal, actionID string, d Dec
 		if d.ExpectedVersion != nil && *d.ExpectedVersion != act.Version {
 			return nil, nil, versionConflict(act, *d.ExpectedVersion)
 		}
+		if err := l.markReview(ctx, act); err != nil {
+			return nil, nil, err
+		}
 		stored, entry, err := l.decideOn(ctx, p, act, d)
 		if errors.Is(err, errLostRace) {
 			if retry {

@@ -39,6 +39,7 @@ const (
 	evCompensate      = event(record.DecisionCompensate)
 	evMarkCompensated = event(record.DecisionMarkCompensated)
 	evAbandon         = event(record.DecisionAbandon)
+	evAcknowledge     = event(record.DecisionAcknowledge)
 )
 
 // step is the input of one transition.
@@ -228,6 +229,35 @@ var rules = ruleTable{
 	evUnfreeze: {
 		record.StatusAwaitingApproval: unfreeze,
 	},
+	// Allowed in every status, while a review alert shows (acknowledge).
+	evAcknowledge: everyStatus(acknowledge),
+}
+
+// everyStatus is a row for each status an action can be in.
+func everyStatus(r rule) map[record.Status]rule {
+	m := make(map[record.Status]rule, len(record.Statuses))
+	for _, st := range record.Statuses {
+		m[st] = r
+	}
+	return m
+}
+
+// acknowledge records that a person looked at the action's review alerts
+// (key reuse, a stale outcome, a late result): they leave triage, the
+// action is unchanged.
+func acknowledge(s *step) plan {
+	if !s.act.ReviewPending {
+		return plan{outcome: record.OutcomeRejected, err: Errorf(CodeInvalidTransition,
+			"nothing to acknowledge: action %s (%s) has no review alert left (key_reused, stale_outcome or late_result in the last 7 days)",
+			s.act.ID, s.act.Status)}
+	}
+	var attempt *int
+	if n := s.act.Attempt; n > 0 {
+		attempt = &n
+	}
+	return plan{outcome: record.OutcomeRecorded,
+		record: &recordSpec{typ: record.TypeDecision, attempt: attempt, payload: s.dec.payload(s.actor.Via)},
+		events: []record.EventType{record.EventDecided}}
 }
 
 // deadlineTable says, per status, which time of an action is its deadline:

@@ -21,12 +21,33 @@ import (
 var TriageStatuses = []record.Status{record.StatusTimedOut, record.StatusRetryRequested, record.StatusCompensationRequested,
 	record.StatusAwaitingApproval}
 
-// TriageAlerts are the entry types shown as alerts on the triage queue.
-var TriageAlerts = []record.EntryType{record.TypeKeyReused, record.TypeStaleOutcome}
+// TriageAlerts are the entry types shown as review alerts on the triage
+// queue, until an acknowledge decision after them clears them (SPEC).
+var TriageAlerts = []record.EntryType{record.TypeKeyReused, record.TypeStaleOutcome, record.TypeLateResult}
 
-// TriageAlertWindow is how far back alerts stay on the queue: they carry no
-// acknowledgement, so they age out.
+// TriageAlertWindow is how far back alerts stay on the queue when no one
+// acknowledges them: then they age out.
 const TriageAlertWindow = 7 * 24 * time.Hour
+
+// markReview sets ReviewPending on each of acts that shows on triage for a
+// review alert no one acknowledged.
+func (l *Ledger) markReview(ctx context.Context, acts ...*record.Action) error {
+	if len(acts) == 0 {
+		return nil
+	}
+	ids := make([]string, len(acts))
+	for i, a := range acts {
+		ids[i] = a.ID
+	}
+	pending, err := l.st.ex.ReviewPending(ctx, ids, &driver.TriageParams{AlertTypes: TriageAlerts, Since: l.now().Add(-TriageAlertWindow)})
+	if err != nil {
+		return DBError("triage: read review alerts", err)
+	}
+	for _, a := range acts {
+		a.ReviewPending = slices.Contains(pending, a.ID)
+	}
+	return nil
+}
 
 // TriageItem is one row of the queue.
 type TriageItem struct {
@@ -183,6 +204,7 @@ func (l *Ledger) recentAlerts(ctx context.Context, p Principal, since time.Time,
 	}
 	out := make([]TriageItem, 0, len(alerts))
 	for _, t := range alerts {
+		t.Action.ReviewPending = true // the read keeps only alerts no one acknowledged
 		out = append(out, TriageItem{Kind: string(t.Type), Alert: true, Since: t.RecordedAt, Action: t.Action})
 	}
 	return out, nil

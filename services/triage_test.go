@@ -2,6 +2,7 @@ package services_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -100,7 +101,7 @@ func TestTriage(t *testing.T) {
 		require.Equal(t, int64(5), tr.Total)
 		require.Equal(t, map[string]int64{"in_progress": 2, "timed_out": 1, "retry_requested": 1,
 			"compensation_requested": 1, "awaiting_approval": 0}, tr.Counts, "open statuses only; finished ones are not counted here")
-		require.Equal(t, map[string]int64{"key_reused": 1, "stale_outcome": 1}, tr.Alerts)
+		require.Equal(t, map[string]int64{"key_reused": 1, "stale_outcome": 1, "late_result": 0}, tr.Alerts)
 		require.Equal(t, f.clock.Now(), tr.At)
 
 		short, err := f.l.Triage(ctx, admin, 2)
@@ -139,7 +140,7 @@ func TestTriageIsScopedToTheNamespace(t *testing.T) {
 		require.Equal(t, int64(0), tr.Total)
 		require.NotContains(t, tr.Counts, "succeeded")
 		require.Equal(t, int64(0), tr.Counts["timed_out"], "another namespace's actions are not counted")
-		require.Equal(t, map[string]int64{"key_reused": 1, "stale_outcome": 0}, tr.Alerts)
+		require.Equal(t, map[string]int64{"key_reused": 1, "stale_outcome": 0, "late_result": 0}, tr.Alerts)
 		require.Equal(t, 1, tr.Waiting)
 
 		tr, err = f.l.Triage(ctx, f.operator, 0)
@@ -200,5 +201,88 @@ func TestTriageStamp(t *testing.T) {
 			submit(t, f.l, f.agent, `{"key":"k","type":"failed","attempt":1,"error":"late"}`)
 		})
 		changes("alerts age out", func() { f.clock.Advance(services.TriageAlertWindow) })
+	})
+}
+
+// TestAcknowledgeClearsReviewAlerts: the acknowledge decision takes an
+// action's review alerts (key reuse, a stale outcome, a late result) off
+// triage and records who looked and why, without changing the action; with
+// nothing left to review it is invalid_transition; a new alert after it
+// shows again; bulk decisions acknowledge too.
+func TestAcknowledgeClearsReviewAlerts(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, st *services.Store) {
+		ctx := context.Background()
+		f := newFixture(t, st, FixtureOpts{})
+		triageQueue(t, f)
+		f.clock.Advance(10 * time.Second)
+		submit(t, f.l, f.agent, intent(IntentOpts{Key: "late", Timeout: 1}))
+		f.clock.Advance(2 * time.Second)
+		_, err := f.l.Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, record.OutcomeRecorded, submit(t, f.l, f.agent, `{"key":"late","type":"succeeded","attempt":1}`).Outcome)
+
+		kinds := func() map[string]string {
+			t.Helper()
+			tr, err := f.l.Triage(ctx, f.operator, 0)
+			require.NoError(t, err)
+			out := map[string]string{}
+			for _, it := range tr.Items {
+				out[it.Action.Key] = it.Kind
+			}
+			return out
+		}
+		require.Equal(t, map[string]string{"timed-out": "timed_out", "retry": "retry_requested", "compensate": "compensation_requested",
+			"reused": "key_reused", "stale": "stale_outcome", "late": "late_result"}, kinds())
+		stamp, err := f.l.TriageStamp(ctx, f.operator)
+		require.NoError(t, err)
+
+		ack := services.DecisionInput{Decision: record.DecisionAcknowledge, Reason: "the second call came from a retried run; no second refund"}
+		before := f.action(t, "reused")
+		act, entry, err := f.l.Decide(ctx, f.operator, before.ID, ack)
+		require.NoError(t, err)
+		require.Equal(t, record.StatusSucceeded, act.Status, "the action does not change")
+		require.Equal(t, before.Version, act.Version)
+		require.Equal(t, record.TypeDecision, entry.Type)
+		var pl record.DecisionPayload
+		require.NoError(t, json.Unmarshal(entry.Payload, &pl))
+		require.Equal(t, record.DecisionAcknowledge, pl.Decision)
+		require.Equal(t, ack.Reason, pl.Reason)
+		require.Equal(t, record.ActorOperator, entry.Actor.Kind)
+		require.NotContains(t, kinds(), "reused", "the alert left triage")
+		tr, err := f.l.Triage(ctx, f.operator, 0)
+		require.NoError(t, err)
+		require.Equal(t, map[string]int64{"key_reused": 0, "stale_outcome": 1, "late_result": 1}, tr.Alerts)
+		after, err := f.l.TriageStamp(ctx, f.operator)
+		require.NoError(t, err)
+		require.NotEqual(t, stamp, after, "open pages refresh")
+
+		_, _, err = f.l.Decide(ctx, f.operator, before.ID, ack)
+		require.ErrorIs(t, err, services.ErrInvalidTransition, "nothing is left to review")
+		require.Contains(t, err.Error(), "nothing to acknowledge")
+		_, _, err = f.l.Decide(ctx, f.operator, f.action(t, "timed-out").ID, ack)
+		require.ErrorIs(t, err, services.ErrInvalidTransition, "a timed-out action is decided, not acknowledged")
+		_, _, err = f.l.Decide(ctx, f.operator, f.action(t, "stale").ID, services.DecisionInput{Decision: record.DecisionAcknowledge})
+		require.ErrorIs(t, err, services.ErrInvalid, "a reason is required")
+		_, _, err = f.l.Decide(ctx, principal(t, st, PrincipalOpts{Namespace: f.ns, Role: services.RoleReader}), f.action(t, "stale").ID, ack)
+		require.ErrorIs(t, err, services.ErrForbidden)
+
+		// The key offered again with other params: a new alert shows.
+		require.Equal(t, record.OutcomeRejected, submit(t, f.l, f.agent, intent(IntentOpts{Key: "reused", Tool: "payments.charge"})).Outcome)
+		require.Equal(t, "key_reused", kinds()["reused"])
+
+		// In bulk: the three with alerts are acknowledged, the timed-out one
+		// is skipped as invalid_transition.
+		ids := []string{f.action(t, "reused").ID, f.action(t, "stale").ID, f.action(t, "late").ID, f.action(t, "timed-out").ID}
+		stale := f.action(t, "stale")
+		maxCount := 3
+		res, err := f.l.DecideMany(ctx, f.operator, services.BulkInput{Filter: &services.BulkFilter{IDs: ids},
+			Decision: record.DecisionAcknowledge, Reason: "reviewed the morning's alerts", MaxCount: &maxCount})
+		require.NoError(t, err)
+		require.Equal(t, 3, res.Result.Applied)
+		require.Equal(t, []services.BulkSkip{{ID: ids[3], Code: services.CodeInvalidTransition}}, res.Result.Skipped)
+		require.Equal(t, map[string]string{"timed-out": "timed_out", "retry": "retry_requested", "compensate": "compensation_requested"}, kinds())
+		require.Equal(t, stale.Status, f.action(t, "stale").Status)
+		require.Equal(t, stale.Version, f.action(t, "stale").Version)
 	})
 }

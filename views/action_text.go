@@ -68,6 +68,7 @@ var decisionLabel = map[record.Decision]string{
 	record.DecisionAbandon:         "Abandon",
 	record.DecisionApprove:         "Approve",
 	record.DecisionReject:          "Reject",
+	record.DecisionAcknowledge:     "Acknowledge the alert",
 }
 
 // decisionHelp says in one line what happens after a decision and who must act.
@@ -90,6 +91,8 @@ func decisionHelp(a *record.Action, d record.Decision) string {
 		return "Let it run: the agent's next intent with this key proceeds as attempt 1."
 	case record.DecisionReject:
 		return "Deny it for good: the agent's next intent with this key is answered denied, and nothing runs."
+	case record.DecisionAcknowledge:
+		return "Say you looked at the key reuse, stale outcome or late result: the alert leaves triage; the action does not change."
 	}
 	return ""
 }
@@ -114,6 +117,8 @@ func DecidedMessage(d record.Decision, a *record.Action) string {
 		return "Approval counted — more people must approve before it runs."
 	case record.DecisionReject:
 		return "Rejected — the action is denied and will never run."
+	case record.DecisionAcknowledge:
+		return "Acknowledged — the alert left triage; the action did not change."
 	}
 	return "Decision recorded."
 }
@@ -253,6 +258,8 @@ func decisionAnswerText(v ActionView, e *record.Entry) string {
 		return "abandoned: recorded as not done; later intents are answered replay and nothing runs"
 	case record.DecisionReject:
 		return "denied: later intents with this key are answered denied; nothing runs"
+	case record.DecisionAcknowledge:
+		return "acknowledged: the review alerts before it left triage; the action did not change"
 	case record.DecisionApprove:
 		ap := v.Action.Approval
 		if ap == nil {

@@ -40,7 +40,7 @@ func TestDecisionFormsCarryEveryField(t *testing.T) {
 	offered := map[record.Decision]bool{}
 	for _, st := range record.Statuses {
 		a := &record.Action{ID: "a1", Namespace: "payments", Key: "refund:9001", Tool: "payments.refund",
-			Effect: record.EffectUnkeyed, Status: st, Attempt: 1, Version: 3,
+			Effect: record.EffectUnkeyed, Status: st, Attempt: 1, Version: 3, ReviewPending: true,
 			Approval: &record.Approval{Required: 1, ExpiresAt: now.Add(time.Hour)}}
 		var b bytes.Buffer
 		require.NoError(t, DecisionPanel(ActionView{Action: a, Now: now, CanDecide: true}).Render(context.Background(), &b))

@@ -1067,6 +1067,7 @@ var decisionDanger = map[record.Decision]bool{
 	record.DecisionAbandon:         true,
 	record.DecisionApprove:         false,
 	record.DecisionReject:          true,
+	record.DecisionAcknowledge:     false,
 }
 
 // formValue refills a field only in the form that was submitted.

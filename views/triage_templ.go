@@ -440,7 +440,7 @@ func triageCounts(v TriageView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "\" title=\"recorded in the last 7 days\"")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "\" title=\"recorded in the last 7 days and not acknowledged\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -981,6 +981,8 @@ func alertText(kind string) string {
 		return "key reused"
 	case record.TypeStaleOutcome:
 		return "stale outcome"
+	case record.TypeLateResult:
+		return "late result"
 	}
 	return kind
 }

@@ -94,6 +94,8 @@ var webhookEvents = []struct {
 	{record.EventLimitExceeded, "a limit held or denied an intent"},
 	{record.EventFreezeStarted, "a freeze started: by an operator, or by a breaker that tripped"},
 	{record.EventFreezeLifted, "a freeze was lifted"},
+	{record.EventAuditCheckpoint, "the evidence log signed a checkpoint (keep copies elsewhere)"},
+	{record.EventAuditMismatch, "the self-check found entries changed after they were logged"},
 }
 
 func webhookPath(id string, what ...string) string {

@@ -112,7 +112,7 @@ func TestAdminNamespaces(t *testing.T) {
 		p = b.get("/admin/namespaces")
 		require.Equal(t, http.StatusOK, p.status)
 		require.Equal(t, "page", p.testid("admin-nav-namespaces").AttrOr("aria-current", ""))
-		require.Equal(t, 5, p.testid("admin-nav").Find("a").Length(), "namespaces, keys, users, webhooks, approval policies")
+		require.Equal(t, 6, p.testid("admin-nav").Find("a").Length(), "namespaces, keys, users, webhooks, approval policies, audit")
 		require.Equal(t, 1, p.testid("namespaces-empty").Length())
 
 		p = b.post("/admin/namespaces", url.Values{"name": {"payments"}})

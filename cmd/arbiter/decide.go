@@ -16,7 +16,7 @@ import (
 
 type decideCmd struct {
 	apiFlags                 `embed:""`
-	Args                     []string `arg:"" name:"ID DECISION" help:"The action's id (as actions list shows it) and the decision: confirm, retry, compensate, mark_compensated, abandon, approve or reject. With --filter, the decision alone."`
+	Args                     []string `arg:"" name:"ID DECISION" help:"The action's id (as actions list shows it) and the decision: confirm, retry, compensate, mark_compensated, abandon, approve, reject or acknowledge (clears a review alert). With --filter, the decision alone."`
 	Reason                   string   `help:"Why: recorded in the ledger with your key's name. Required, except to approve (and for --dry-run)."`
 	ExpectedVersion          *int     `name:"expected-version" help:"Refuse the decision if the action changed since this version (actions show prints it)."`
 	AcknowledgeDuplicateRisk bool     `name:"acknowledge-duplicate-risk" aliases:"ack-duplicate-risk" help:"Needed to retry an unkeyed action: the downstream does not deduplicate, so the effect may happen twice."`

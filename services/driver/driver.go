@@ -159,6 +159,9 @@ type Executor interface {
 	// TriageStamp summarizes the whole queue (every namespace): the
 	// number and newest change of waiting actions and of alerts.
 	TriageStamp(ctx context.Context, p *TriageParams) (string, error)
+	// ReviewPending lists which of ids have an alert of AlertTypes
+	// recorded since Since that no acknowledge decision cleared yet.
+	ReviewPending(ctx context.Context, ids []string, p *TriageParams) ([]string, error)
 
 	// LimitUse reads the counted use of each (limit, group) of ps, for a
 	// first intent about to be charged to them. On PostgreSQL each group's

@@ -9,6 +9,11 @@ import (
 // and as answered on the wire. The fields without a JSON name are the
 // ledger's own: stored, never shown.
 type Action struct {
+	// ReviewPending is whether the action shows on triage for a review
+	// alert no one acknowledged yet; read only where a decision is taken
+	// or offered (not part of the record on the wire).
+	ReviewPending bool `json:"-"`
+
 	ID          string          `json:"id"`
 	Namespace   string          `json:"namespace"`
 	Key         string          `json:"key"`

@@ -170,11 +170,15 @@ const (
 	// that denies it.
 	DecisionApprove Decision = "approve"
 	DecisionReject  Decision = "reject"
+	// "I looked at it": clears an action's review alerts (key reuse, a
+	// stale outcome, a late result) from triage; its status does not
+	// change.
+	DecisionAcknowledge Decision = "acknowledge"
 )
 
 // Decisions lists every decision in the order a person reads them.
 var Decisions = []Decision{DecisionConfirm, DecisionRetry, DecisionCompensate, DecisionMarkCompensated, DecisionAbandon,
-	DecisionApprove, DecisionReject}
+	DecisionApprove, DecisionReject, DecisionAcknowledge}
 
 // Valid reports whether d is one of Decisions.
 func (d Decision) Valid() bool {

@@ -69,7 +69,8 @@ export type DecisionName =
   | "mark_compensated"
   | "abandon"
   | "approve"
-  | "reject";
+  | "reject"
+  | "acknowledge";
 
 /** JSON as it travels. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [k: string]: JsonValue };

@@ -30,6 +30,11 @@ func scope(p *driver.TriageParams, column string, argN int) (string, []any) {
 	return cond, args
 }
 
+// unreviewed keeps the alerts (entries e) that no acknowledge decision
+// after them cleared: an operator's "I looked at it".
+const unreviewed = ` AND NOT EXISTS (SELECT 1 FROM entries r WHERE r.action_id = e.action_id AND r.seq > e.seq
+	AND r.type = 'decision' AND r.payload->>'decision' = 'acknowledge')`
+
 func (e *executor) TriageCounts(ctx context.Context, p *driver.TriageParams) (map[record.Status]int64, error) {
 	cond, args := scope(p, "namespace", 1)
 	rows, err := e.q.QueryContext(ctx, `SELECT status, count(*) FROM actions WHERE status IN (`+
@@ -44,9 +49,9 @@ func (e *executor) TriageWaiting(ctx context.Context, p *driver.TriageParams) ([
 }
 
 func (e *executor) TriageAlertCounts(ctx context.Context, p *driver.TriageParams) (map[record.EntryType]int64, error) {
-	cond, args := scope(p, "namespace", 2)
-	rows, err := e.q.QueryContext(ctx, `SELECT type, count(*) FROM entries WHERE type IN (`+driver.LiteralList(p.AlertTypes)+
-		`) AND recorded_at >= $1`+cond+` GROUP BY type`, append([]any{p.Since}, args...)...)
+	cond, args := scope(p, "e.namespace", 2)
+	rows, err := e.q.QueryContext(ctx, `SELECT e.type, count(*) FROM entries e WHERE e.type IN (`+driver.LiteralList(p.AlertTypes)+
+		`) AND e.recorded_at >= $1`+cond+unreviewed+` GROUP BY e.type`, append([]any{p.Since}, args...)...)
 	return driver.CountRows[record.EntryType](rows, err)
 }
 
@@ -54,7 +59,7 @@ func (e *executor) TriageAlerts(ctx context.Context, p *driver.TriageParams) ([]
 	cond, args := scope(p, "e.namespace", 2)
 	rows, err := e.q.QueryContext(ctx, `SELECT e.type, e.recorded_at, `+driver.Prefixed("a", actionColumns)+`
 		FROM entries e JOIN actions a ON a.id = e.action_id
-		WHERE e.type IN (`+driver.LiteralList(p.AlertTypes)+`) AND e.recorded_at >= $1`+cond+
+		WHERE e.type IN (`+driver.LiteralList(p.AlertTypes)+`) AND e.recorded_at >= $1`+cond+unreviewed+
 		fmt.Sprintf(` ORDER BY e.recorded_at, e.id LIMIT %d`, p.Limit), append([]any{p.Since}, args...)...)
 	return driver.ScanTriageAlerts(rows, err)
 }
@@ -70,12 +75,19 @@ func (e *executor) TriageStamp(ctx context.Context, p *driver.TriageParams) (str
 	if err != nil {
 		return "", err
 	}
-	alertCond, alertArgs := scope(p, "namespace", 2)
-	err = e.q.QueryRowContext(ctx, `SELECT count(*), COALESCE(CAST(max(recorded_at) AS text), '')
-		FROM entries WHERE type IN (`+driver.LiteralList(p.AlertTypes)+`) AND recorded_at >= $1`+alertCond,
+	alertCond, alertArgs := scope(p, "e.namespace", 2)
+	err = e.q.QueryRowContext(ctx, `SELECT count(*), COALESCE(CAST(max(e.recorded_at) AS text), '')
+		FROM entries e WHERE e.type IN (`+driver.LiteralList(p.AlertTypes)+`) AND e.recorded_at >= $1`+alertCond+unreviewed,
 		append([]any{p.Since}, alertArgs...)...).Scan(&m, &newestAlert)
 	if err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("%d|%s|%d|%s", n, newest, m, newestAlert), nil
+}
+
+func (e *executor) ReviewPending(ctx context.Context, ids []string, p *driver.TriageParams) ([]string, error) {
+	rows, err := e.q.QueryContext(ctx, `SELECT DISTINCT e.action_id::text FROM entries e
+		WHERE e.action_id = ANY($1::text[]::uuid[]) AND e.type IN (`+driver.LiteralList(p.AlertTypes)+`) AND e.recorded_at >= $2`+unreviewed,
+		strs(ids), p.Since)
+	return driver.ScanIDs(rows, err)
 }

@@ -28,6 +28,11 @@ func scope(p *driver.TriageParams, column string) (string, []any) {
 	return cond, args
 }
 
+// unreviewed keeps the alerts (entries e) that no acknowledge decision
+// after them cleared: an operator's "I looked at it".
+const unreviewed = ` AND NOT EXISTS (SELECT 1 FROM entries r WHERE r.action_id = e.action_id AND r.seq > e.seq
+	AND r.type = 'decision' AND json_extract(r.payload, '$.decision') = 'acknowledge')`
+
 func (e *executor) TriageCounts(ctx context.Context, p *driver.TriageParams) (map[record.Status]int64, error) {
 	cond, args := scope(p, "namespace")
 	rows, err := e.r.QueryContext(ctx, `SELECT status, count(*) FROM actions WHERE status IN (`+
@@ -42,9 +47,9 @@ func (e *executor) TriageWaiting(ctx context.Context, p *driver.TriageParams) ([
 }
 
 func (e *executor) TriageAlertCounts(ctx context.Context, p *driver.TriageParams) (map[record.EntryType]int64, error) {
-	cond, args := scope(p, "namespace")
-	rows, err := e.r.QueryContext(ctx, `SELECT type, count(*) FROM entries WHERE type IN (`+driver.LiteralList(p.AlertTypes)+
-		`) AND recorded_at >= ?`+cond+` GROUP BY type`, append([]any{p.Since}, args...)...)
+	cond, args := scope(p, "e.namespace")
+	rows, err := e.r.QueryContext(ctx, `SELECT e.type, count(*) FROM entries e WHERE e.type IN (`+driver.LiteralList(p.AlertTypes)+
+		`) AND e.recorded_at >= ?`+cond+unreviewed+` GROUP BY e.type`, append([]any{p.Since}, args...)...)
 	return driver.CountRows[record.EntryType](rows, err)
 }
 
@@ -52,7 +57,7 @@ func (e *executor) TriageAlerts(ctx context.Context, p *driver.TriageParams) ([]
 	cond, args := scope(p, "e.namespace")
 	rows, err := e.r.QueryContext(ctx, `SELECT e.type, e.recorded_at, `+driver.Prefixed("a", actionColumns)+`
 		FROM entries e JOIN actions a ON a.id = e.action_id
-		WHERE e.type IN (`+driver.LiteralList(p.AlertTypes)+`) AND e.recorded_at >= ?`+cond+
+		WHERE e.type IN (`+driver.LiteralList(p.AlertTypes)+`) AND e.recorded_at >= ?`+cond+unreviewed+
 		fmt.Sprintf(` ORDER BY e.recorded_at, e.id LIMIT %d`, p.Limit), append([]any{p.Since}, args...)...)
 	return driver.ScanTriageAlerts(rows, err)
 }
@@ -66,11 +71,25 @@ func (e *executor) TriageStamp(ctx context.Context, p *driver.TriageParams) (str
 	if err != nil {
 		return "", err
 	}
-	err = e.r.QueryRowContext(ctx, `SELECT count(*), COALESCE(CAST(max(recorded_at) AS text), '')
-		FROM entries WHERE type IN (`+driver.LiteralList(p.AlertTypes)+`) AND recorded_at >= ?`+cond,
+	err = e.r.QueryRowContext(ctx, `SELECT count(*), COALESCE(CAST(max(e.recorded_at) AS text), '')
+		FROM entries e WHERE e.type IN (`+driver.LiteralList(p.AlertTypes)+`) AND e.recorded_at >= ?`+cond+unreviewed,
 		append([]any{p.Since}, args...)...).Scan(&m, &newestAlert)
 	if err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("%d|%s|%d|%s", n, newest, m, newestAlert), nil
+}
+
+func (e *executor) ReviewPending(ctx context.Context, ids []string, p *driver.TriageParams) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	args := make([]any, 0, len(ids)+1)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := e.r.QueryContext(ctx, `SELECT DISTINCT e.action_id FROM entries e
+		WHERE e.action_id IN (?`+strings.Repeat(", ?", len(ids)-1)+`) AND e.type IN (`+driver.LiteralList(p.AlertTypes)+
+		`) AND e.recorded_at >= ?`+unreviewed, append(args, p.Since)...)
+	return driver.ScanIDs(rows, err)
 }

@@ -91,7 +91,7 @@ ANSWERS: Tuple[Answer, ...] = (HAPPENED, NOT_HAPPENED, UNKNOWN)
 MAX_LOOKUPS = 3
 
 # Decisions an operator can take.
-Decision = Literal["confirm", "retry", "compensate", "mark_compensated", "abandon", "approve", "reject"]
+Decision = Literal["confirm", "retry", "compensate", "mark_compensated", "abandon", "approve", "reject", "acknowledge"]
 CONFIRM: Final = "confirm"
 RETRY: Final = "retry"
 DECISION_COMPENSATE: Final = "compensate"
@@ -99,6 +99,7 @@ MARK_COMPENSATED: Final = "mark_compensated"
 ABANDON: Final = "abandon"
 APPROVE: Final = "approve"
 REJECT: Final = "reject"
+ACKNOWLEDGE: Final = "acknowledge"
 # Deprecated as a decision: COMPENSATE is the outcome; it spells the
 # decision too, but name the decision DECISION_COMPENSATE.
 
