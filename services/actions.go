@@ -68,7 +68,7 @@ type ActionFilter struct {
 	Agent     string
 	Since     *time.Time // created at or after
 	Until     *time.Time // created before
-	Search    string     // key or reference, exact
+	Search    string     // key or reference, exact, or by prefix when it ends in *
 	Limit     int
 	Cursor    string
 }
@@ -106,6 +106,9 @@ func (l *Ledger) List(ctx context.Context, p Principal, f ActionFilter) (*Action
 		if err := CheckFilterText(t.name, t.v); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkSearch(f.Search); err != nil {
+		return nil, err
 	}
 	q := &driver.ActionListParams{Tool: f.Tool, Agent: f.Agent, Since: f.Since, Until: f.Until, Search: f.Search,
 		Limit: f.Limit + 1, MaxBytes: MaxPageBytes}
@@ -181,6 +184,14 @@ func (s *Store) CountByStatus(ctx context.Context) (map[string]int64, error) {
 func (l *Ledger) CountEntries(ctx context.Context, typ record.EntryType) (int, error) {
 	n, err := l.st.ex.EntryCountByType(ctx, typ)
 	return n, DBErrorOrNil("ledger: count entries", err)
+}
+
+// checkSearch refuses a q that is a prefix of everything ("*").
+func checkSearch(q string) error {
+	if prefix, ok := driver.SearchPrefix(q); ok && driver.PrefixEnd(prefix) == "" {
+		return Errorf(CodeInvalid, "q: give the start of a key or reference before the * (refund:order-74*)")
+	}
+	return nil
 }
 
 // CheckFilterText refuses a filter value that no stored text can equal and

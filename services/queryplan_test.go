@@ -46,6 +46,10 @@ func TestQueryPlansAtScale(t *testing.T) {
 			{Statuses: []record.Status{record.StatusTimedOut}},
 			{Search: "seed:4242"},
 			{Search: "ref-4242"},
+			{Search: "seed:4242*"},
+			{Search: "ref-42424*"},
+			{Tool: "tool.1*"},
+			{Agent: "agent-4*"},
 			{Tool: "tool.7"},
 			{Agent: "agent-3"},
 		} {

@@ -223,7 +223,7 @@ func actionFilters(v ActionListView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "\" data-testid=\"filter-tool\"></div><div class=\"field\"><label for=\"f-agent\">Agent</label> <input id=\"f-agent\" name=\"agent\" type=\"text\" value=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "\" placeholder=\"payments.*\" data-testid=\"filter-tool\"></div><div class=\"field\"><label for=\"f-agent\">Agent</label> <input id=\"f-agent\" name=\"agent\" type=\"text\" value=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -249,7 +249,7 @@ func actionFilters(v ActionListView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "\" placeholder=\"exact key or reference\" data-testid=\"filter-q\"></div><div class=\"field\"><label for=\"f-range\">Created</label> <select id=\"f-range\" name=\"range\" data-testid=\"filter-range\"><option value=\"\">Any time</option> ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "\" placeholder=\"refund:order-74*\" data-testid=\"filter-q\"></div><div class=\"field\"><label for=\"f-range\">Created</label> <select id=\"f-range\" name=\"range\" data-testid=\"filter-range\"><option value=\"\">Any time</option> ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -270,7 +270,7 @@ type ActionListParams struct {
 	Agent      string
 	Since      *time.Time // created at or after
 	Until      *time.Time // created before
-	Search     string     // key or reference, exact
+	Search     string     // key or reference, exact, or by prefix when it ends in * (SearchPrefix)
 	IDs        []string   // only these actions (well-formed ids)
 	BeforeID   string     // keyset: ids below this one
 	Limit      int

@@ -69,11 +69,13 @@ func (e *executor) ActionList(ctx context.Context, p *driver.ActionListParams) (
 		}
 		where = append(where, "status IN ("+strings.Join(ph, ", ")+")")
 	}
-	if p.Tool != "" {
-		add("tool = ?", p.Tool)
-	}
-	if p.Agent != "" {
-		add("agent = ?", p.Agent)
+	for _, f := range [...]struct{ column, v string }{{"tool", p.Tool}, {"agent", p.Agent}} {
+		switch {
+		case driver.IsPattern(f.v):
+			add(f.column+` LIKE ? ESCAPE '\'`, driver.LikePattern(f.v))
+		case f.v != "":
+			add(f.column+" = ?", f.v)
+		}
 	}
 	if p.Since != nil {
 		add("created_at >= ?", p.Since.UTC())
@@ -81,8 +83,14 @@ func (e *executor) ActionList(ctx context.Context, p *driver.ActionListParams) (
 	if p.Until != nil {
 		add("created_at < ?", p.Until.UTC())
 	}
-	if p.Search != "" {
-		add("(key = ? OR reference = ?)", p.Search)
+	// In the "C" collation, as the indexes of migration 00023 are: there a
+	// prefix is a range of the index.
+	if prefix, ok := driver.SearchPrefix(p.Search); ok {
+		args = append(args, prefix, driver.PrefixEnd(prefix))
+		lo, hi := len(args)-1, len(args)
+		where = append(where, fmt.Sprintf(`((key COLLATE "C" >= $%d AND key COLLATE "C" < $%d) OR (reference COLLATE "C" >= $%d AND reference COLLATE "C" < $%d))`, lo, hi, lo, hi))
+	} else if p.Search != "" {
+		add(`(key COLLATE "C" = ? OR reference COLLATE "C" = ?)`, p.Search)
 	}
 	if len(p.IDs) > 0 {
 		ph := make([]string, len(p.IDs))

@@ -69,11 +69,13 @@ func (e *executor) ActionList(ctx context.Context, p *driver.ActionListParams) (
 		}
 		where = append(where, "status IN ("+strings.Join(ph, ", ")+")")
 	}
-	if p.Tool != "" {
-		add("tool = ?", p.Tool)
-	}
-	if p.Agent != "" {
-		add("agent = ?", p.Agent)
+	for _, f := range [...]struct{ column, v string }{{"tool", p.Tool}, {"agent", p.Agent}} {
+		switch {
+		case driver.IsPattern(f.v):
+			add(f.column+" GLOB ?", driver.GlobPattern(f.v))
+		case f.v != "":
+			add(f.column+" = ?", f.v)
+		}
 	}
 	if p.Since != nil {
 		add("created_at >= ?", p.Since.UTC())
@@ -81,7 +83,10 @@ func (e *executor) ActionList(ctx context.Context, p *driver.ActionListParams) (
 	if p.Until != nil {
 		add("created_at < ?", p.Until.UTC())
 	}
-	if p.Search != "" {
+	if prefix, ok := driver.SearchPrefix(p.Search); ok {
+		end := driver.PrefixEnd(prefix)
+		add("((key >= ? AND key < ?) OR (reference >= ? AND reference < ?))", prefix, end, prefix, end)
+	} else if p.Search != "" {
 		add("(key = ? OR reference = ?)", p.Search, p.Search)
 	}
 	if len(p.IDs) > 0 {
