@@ -126,11 +126,14 @@ func TestBrowserTriageToRetry(t *testing.T) {
 		pw := d.user("oncall@example.com", services.RoleOperator)
 		tb := newTab(t, true)
 		tb.signIn(t, d.srv.URL, "oncall@example.com", pw)
+		var titleBefore string
 		tb.run(t,
 			chromedp.Navigate(d.srv.URL+"/"),
 			chromedp.WaitVisible(testid("triage-table"), chromedp.ByQuery),
 			chromedp.Evaluate(`window.__stillHere = 1`, nil),
+			chromedp.Title(&titleBefore),
 		)
+		require.Regexp(t, `^\(\d+\) Triage · Arbiter$`, titleBefore, "what waits is counted in the tab's title")
 
 		// A refund worker and an email worker die mid-action while the page
 		// is open.
@@ -156,6 +159,14 @@ func TestBrowserTriageToRetry(t *testing.T) {
 		)
 		require.True(t, stillHere, "the page was reloaded instead of updated")
 		require.Equal(t, "timed_out", strings.TrimSpace(kind))
+		var before, after int
+		var titleAfter string
+		tb.run(t, chromedp.Title(&titleAfter))
+		_, err = fmt.Sscanf(titleBefore, "(%d)", &before)
+		require.NoError(t, err)
+		_, err = fmt.Sscanf(titleAfter, "(%d)", &after)
+		require.NoError(t, err, titleAfter)
+		require.Equal(t, before+2, after, "the live update counts the two timeouts in the title")
 		writeShots := updateScreenshots && st.Dialect == services.SQLite
 		if writeShots {
 			var png []byte

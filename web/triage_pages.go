@@ -72,7 +72,7 @@ func (h *triagePages) page(c echo.Context) error {
 	}
 	v.Bulk = bulkBar(c, fmt.Sprintf("Every waiting action (%s): %d now", strings.Join(statuses, ", "), waiting),
 		views.BulkFilterFields{Statuses: statuses})
-	return render(c, http.StatusOK, views.TriagePage(h.pageFor(c, "Triage", "triage"), v))
+	return render(c, http.StatusOK, views.TriagePage(h.pageFor(c, views.TriageTitle(v.Waiting), "triage"), v))
 }
 
 // items is the part of the page that live updates replace. It answers the
@@ -82,7 +82,7 @@ func (h *triagePages) items(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.TriageItems(v))
+	return render(c, http.StatusOK, views.TriageUpdate(v))
 }
 
 func (h *triagePages) triageView(c echo.Context) (views.TriageView, error) {
