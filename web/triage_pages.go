@@ -109,7 +109,8 @@ func (h *triagePages) triageView(c echo.Context) (views.TriageView, error) {
 		a := it.Action
 		v.Rows = append(v.Rows, views.TriageRow{ActionID: a.ID, Kind: it.Kind, Alert: it.Alert,
 			Status: string(a.Status), Namespace: a.Namespace, Key: a.Key, Tool: a.Tool, Effect: string(a.Effect),
-			Attempt: a.Attempt, Reference: deref(a.Reference), Since: it.Since})
+			Attempt: a.Attempt, Reference: deref(a.Reference), Agent: deref(a.Agent), Summary: views.ParamsSummary(a.Params),
+			Since: it.Since})
 		if !it.Alert && a.Status == record.StatusAwaitingApproval {
 			v.Rows[len(v.Rows)-1].Approval = views.ApprovalSummary(a.Approval, t.At)
 		}

@@ -116,6 +116,8 @@ func TestTriageQueue(t *testing.T) {
 		require.Equal(t, hostileRef, first.Find(`[data-testid="triage-reference"]`).Text())
 		require.Equal(t, "shop", first.Find(`[data-testid="triage-namespace"]`).Text())
 		require.Equal(t, "payments.refund", first.Find(`[data-testid="triage-tool"]`).Text())
+		require.Equal(t, "by refund-bot", first.Find(`[data-testid="triage-agent"]`).Text(), "the agent that wrote the intent")
+		require.Equal(t, "n 1", first.Find(`[data-testid="triage-summary"]`).Text(), "what the params are about")
 		require.Equal(t, "keyed", first.Find(`[data-testid="triage-effect"]`).Text())
 		require.Equal(t, "1", first.Find(`[data-testid="triage-attempt"]`).Text())
 		require.Equal(t, "timed_out", strings.TrimSpace(first.Find(`[data-testid="triage-kind"] .status`).Text()))
