@@ -60,3 +60,42 @@ document.addEventListener("htmx:beforeSwap", function (evt) {
     table.querySelectorAll('input[name="ids"][form="bulk-form"]').forEach(function (b) { b.checked = all.checked; });
   });
 })();
+
+// --- Bulk decisions: the bar waits until rows are ticked -----------------
+// The queue comes first: the bar shows one line until a row is ticked (or
+// the operator asks to decide on every one matched), then opens with a
+// live count of the rows ticked. Without JavaScript the bar is always open.
+(function () {
+  function boxes() {
+    return document.querySelectorAll('input[name="ids"][form="bulk-form"]:checked').length;
+  }
+  function update() {
+    var form = document.getElementById("bulk-form");
+    if (!form) return;
+    var n = boxes();
+    var all = form.querySelector('input[name="scope"][value="all"]');
+    var open = n > 0 || (all && all.checked) || form.dataset.opened === "1";
+    form.classList.toggle("bulk-idle", !open);
+    var hint = form.querySelector("[data-bulk-hint]");
+    if (hint) hint.hidden = false;
+    var count = form.querySelector("[data-bulk-count]");
+    if (count) {
+      count.hidden = n === 0;
+      count.textContent = n === 1 ? "· 1 row ticked" : "· " + n + " rows ticked";
+    }
+  }
+  document.addEventListener("DOMContentLoaded", update);
+  document.addEventListener("htmx:afterSettle", update); // rows come and go with live updates
+  document.addEventListener("change", update);
+  document.addEventListener("click", function (ev) {
+    var b = ev.target.closest && ev.target.closest("[data-bulk-open]");
+    if (!b) return;
+    var form = b.closest("form");
+    var all = form.querySelector('input[name="scope"][value="all"]');
+    if (all) all.checked = true;
+    form.dataset.opened = "1";
+    update();
+    var decision = form.querySelector("select[name=decision]");
+    if (decision) decision.focus();
+  });
+})();

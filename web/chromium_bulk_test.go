@@ -47,9 +47,21 @@ func TestBrowserBulkAbandonOnTriage(t *testing.T) {
 			chromedp.WaitVisible(pickBox(email), chromedp.ByQuery),
 			chromedp.Evaluate(`window.__stillHere = 1`, nil),
 		)
+		// The queue first: until a row is ticked the bar is one line.
+		var idle []bool
+		tb.run(t, chromedp.Evaluate(`[
+			document.querySelector('[data-testid="bulk-hint"]').offsetParent !== null,
+			document.querySelector('#bulk-decision').offsetParent !== null]`, &idle))
+		require.Equal(t, []bool{true, false}, idle, "the hint shows, the decision does not")
 		for _, id := range refunds {
 			tb.run(t, chromedp.Click(pickBox(id), chromedp.ByQuery))
 		}
+		var count string
+		tb.run(t,
+			chromedp.WaitVisible(`#bulk-decision`, chromedp.ByQuery),
+			chromedp.Text(testid("bulk-count"), &count, chromedp.ByQuery),
+		)
+		require.Equal(t, fmt.Sprintf("· %d rows ticked", len(refunds)), count)
 
 		// The queue updates itself while the operator types: another
 		// action times out. The ticks stay.
@@ -135,4 +147,30 @@ func TestBrowserBulkAbandonOnTriage(t *testing.T) {
 			saveScreenshot(t, "bulk.png", png)
 		}
 	})
+}
+
+// TestBrowserBulkBarOpensForEveryOne: the waiting bar's "Decide on every
+// one matched…" opens the bar with that scope chosen and the decision
+// focused, with no row ticked.
+func TestBrowserBulkBarOpensForEveryOne(t *testing.T) {
+	t.Parallel()
+	st := dbtest.Open(t, services.SQLite)
+	d := newDesk(t, st)
+	d.entry(`{"key":"refund:order-1","type":"intent","tool":"payments.refund","effect":"keyed","timeout":1}`)
+	d.sweepUntil(1)
+	pw := d.user("oncall@example.com", services.RoleOperator)
+	tb := newTab(t, true)
+	tb.signIn(t, d.srv.URL, "oncall@example.com", pw)
+	var state []any
+	tb.run(t,
+		chromedp.Navigate(d.srv.URL+"/"),
+		chromedp.WaitVisible(testid("bulk-open-all"), chromedp.ByQuery),
+		chromedp.Click(testid("bulk-open-all"), chromedp.ByQuery),
+		chromedp.WaitVisible(`#bulk-decision`, chromedp.ByQuery),
+		chromedp.Evaluate(`[
+			document.querySelector('[data-testid="bulk-scope-all"]').checked,
+			document.activeElement.id,
+			document.querySelector('[data-testid="bulk-hint"]').offsetParent !== null]`, &state),
+	)
+	require.Equal(t, []any{true, "bulk-decision", false}, state, "every one matched, the decision focused, the hint gone")
 }
