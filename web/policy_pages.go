@@ -111,6 +111,7 @@ func (h *policyPages) create(c echo.Context) error {
 			return h.renderList(c, status, f)
 		})
 	}
+	h.cookies.flash(c, "Policy created: "+p.Name+" (version 1).")
 	return c.Redirect(http.StatusSeeOther, "/admin/policies/"+p.ID)
 }
 

@@ -51,6 +51,7 @@ func TestPolicyPages(t *testing.T) {
 		require.Equal(t, http.StatusSeeOther, p.status, p.body)
 		id := p.header.Get("Location")[len("/admin/policies/"):]
 		p = b.get("/admin/policies/" + id)
+		require.Equal(t, "Policy created: large refunds (version 1).", flatText(p.testid("flash")))
 		require.Equal(t, "large refunds", flatText(p.testid("policy-title")))
 		require.Equal(t, 1, p.testid("policy-version-row").Length())
 
