@@ -72,7 +72,7 @@ func (h *triagePages) page(c echo.Context) error {
 	}
 	v.Bulk = bulkBar(c, fmt.Sprintf("Every waiting action (%s): %d now", strings.Join(statuses, ", "), waiting),
 		views.BulkFilterFields{Statuses: statuses})
-	return render(c, http.StatusOK, views.TriagePage(h.pageFor(c, views.TriageTitle(v.Waiting), "triage"), v))
+	return render(c, http.StatusOK, views.TriagePage(h.pageFor(c, v.Title(), "triage"), v))
 }
 
 // items is the part of the page that live updates replace. It answers the
@@ -97,7 +97,9 @@ func (h *triagePages) triageView(c echo.Context) (views.TriageView, error) {
 	if err != nil {
 		return views.TriageView{}, err
 	}
-	v := views.TriageView{Now: t.At, Total: t.Total, Waiting: t.Waiting, Stamp: stamp, CanPick: canDecide(c)}
+	v := views.TriageView{Now: t.At, Total: t.Total, Waiting: t.Waiting, Stamp: stamp, CanPick: canDecide(c),
+		Mine: c.QueryParam("view") == views.MyApprovalsView}
+	p := principal(c)
 	for _, s := range services.OpenStatuses {
 		v.Counts = append(v.Counts, views.TriageCount{Name: string(s), Count: t.Counts[string(s)],
 			Attention: slices.Contains(services.TriageStatuses, s)})
@@ -107,6 +109,13 @@ func (h *triagePages) triageView(c echo.Context) (views.TriageView, error) {
 	}
 	for _, it := range t.Items {
 		a := it.Action
+		forMe := !it.Alert && a.Status == record.StatusAwaitingApproval && p.DecidesIn(a.Namespace) && !services.HasApproved(a, p)
+		if forMe {
+			v.ForMe++
+		}
+		if v.Mine && !forMe {
+			continue
+		}
 		v.Rows = append(v.Rows, views.TriageRow{ActionID: a.ID, Kind: it.Kind, Alert: it.Alert,
 			Status: string(a.Status), Namespace: a.Namespace, Key: a.Key, Tool: a.Tool, Effect: string(a.Effect),
 			Attempt: a.Attempt, Reference: deref(a.Reference), Agent: deref(a.Agent), Summary: views.ParamsSummary(a.Params),
