@@ -99,3 +99,52 @@ document.addEventListener("htmx:beforeSwap", function (evt) {
     if (decision) decision.focus();
   });
 })();
+
+// --- Relative times stay current -------------------------------------------
+// Each [data-rel] element says how long ago its datetime was, counted from
+// the server's time when it was drawn (data-now) plus the time since the
+// browser first saw it: the browser's own clock may be wrong, its passing
+// is not. The words are those of views/time.go (timeRel).
+(function () {
+  function words(ms) {
+    var ahead = ms < 0, d = Math.abs(ms) / 1000, s;
+    if (d < 5) return "just now";
+    if (d < 60) s = Math.floor(d) + " s";
+    else if (d < 3600) s = Math.floor(d / 60) + " min";
+    else if (d < 48 * 3600) s = Math.floor(d / 3600) + " h";
+    else s = Math.floor(d / 86400) + " d";
+    return ahead ? "in " + s : s + " ago";
+  }
+  function tick() {
+    var now = Date.now();
+    document.querySelectorAll("[data-rel][data-now]").forEach(function (el) {
+      if (!el.arbiterSeen) el.arbiterSeen = now;
+      var server = Date.parse(el.dataset.now) + (now - el.arbiterSeen);
+      var t = Date.parse(el.getAttribute("datetime"));
+      if (!isNaN(server) && !isNaN(t)) el.textContent = words(server - t);
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () { tick(); setInterval(tick, 5000); });
+  document.addEventListener("htmx:afterSettle", tick);
+})();
+
+// --- Copy buttons -------------------------------------------------------------
+// A [data-copy] button puts its value on the clipboard and says so; where
+// the browser refuses, it says to select and copy instead.
+(function () {
+  function show() {
+    document.querySelectorAll("button[data-copy]").forEach(function (b) { b.hidden = false; });
+  }
+  document.addEventListener("DOMContentLoaded", show);
+  document.addEventListener("htmx:afterSettle", show);
+  document.addEventListener("click", function (ev) {
+    var b = ev.target.closest && ev.target.closest("button[data-copy]");
+    if (!b) return;
+    var done = function (text) {
+      b.textContent = text;
+      setTimeout(function () { b.textContent = "Copy"; }, 2000);
+    };
+    if (!navigator.clipboard) { done("Select and copy"); return; }
+    navigator.clipboard.writeText(b.dataset.copy).then(function () { done("Copied"); }, function () { done("Select and copy"); });
+  });
+})();

@@ -1,0 +1,83 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/arbiter-ledger/arbiter/services"
+	"github.com/arbiter-ledger/arbiter/services/dbtest"
+)
+
+// TestBrowserReadingAnAction: on an action's page the key, the id and each
+// JSON block copy with one click; each entry links to itself and says how
+// long after the one before it was recorded; relative times count on while
+// the page stays open.
+func TestBrowserReadingAnAction(t *testing.T) {
+	t.Parallel()
+	st := dbtest.Open(t, services.SQLite)
+	d := newDesk(t, st)
+	id := d.entry(`{"key":"refund:order-8812","type":"intent","tool":"payments.refund","effect":"keyed","params":{"amount":1999,"currency":"EUR"}}`)
+	time.Sleep(300 * time.Millisecond)
+	status, m := d.do("POST", "/v1/entries", d.agent, `{"key":"refund:order-8812","type":"succeeded","attempt":1,"result":{"refund":"re_1"}}`)
+	require.Equal(t, http.StatusOK, status, "%v", m)
+
+	pw := d.user("oncall@example.com", services.RoleOperator)
+	tb := newTab(t, true)
+	tb.signIn(t, d.srv.URL, "oncall@example.com", pw)
+	tb.run(t,
+		cdpbrowser.GrantPermissions([]cdpbrowser.PermissionType{cdpbrowser.PermissionTypeClipboardReadWrite, cdpbrowser.PermissionTypeClipboardSanitizedWrite}).
+			WithOrigin(d.srv.URL),
+		chromedp.Navigate(d.srv.URL+"/actions/"+id),
+		chromedp.WaitVisible(testid("action-header")+` `+testid("copy"), chromedp.ByQuery),
+	)
+	readClipboard := func() string {
+		var s string
+		tb.run(t, chromedp.Evaluate(`navigator.clipboard.readText()`, &s, func(p *runtime.EvaluateParams) *runtime.EvaluateParams {
+			return p.WithAwaitPromise(true)
+		}))
+		return s
+	}
+	var said string
+	tb.run(t,
+		chromedp.Click(testid("action-header")+` h1 `+testid("copy"), chromedp.ByQuery),
+		chromedp.WaitVisible(`//button[@data-testid="copy" and text()="Copied"]`, chromedp.BySearch),
+		chromedp.Text(testid("action-header")+` h1 `+testid("copy"), &said, chromedp.ByQuery),
+	)
+	require.Equal(t, "Copied", said)
+	require.Equal(t, "refund:order-8812", readClipboard())
+	tb.run(t, chromedp.Click(`.json-block:has([data-testid="action-params"]) `+testid("copy"), chromedp.ByQuery),
+		chromedp.Sleep(200*time.Millisecond))
+	require.JSONEq(t, `{"amount":1999,"currency":"EUR"}`, readClipboard())
+
+	var hrefs []string
+	var gaps []string
+	tb.run(t,
+		chromedp.Evaluate(`Array.from(document.querySelectorAll('[data-testid="entry-seq"]')).map(a => a.getAttribute("href"))`, &hrefs),
+		chromedp.Evaluate(`Array.from(document.querySelectorAll('[data-testid="timeline-entry"]')).map(e => (e.querySelector('[data-testid="entry-gap"]') || {textContent: ""}).textContent)`, &gaps),
+	)
+	require.Equal(t, []string{"#entry-1", "#entry-2"}, hrefs, "each entry links to itself")
+	require.Equal(t, "", gaps[0], "the first entry has none before it")
+	require.Regexp(t, `^\+\d+ ms$`, gaps[1], "recorded about 300 ms after the intent")
+
+	// Relative times count on without a reload.
+	sel := testid("action-created") + ` time`
+	var before string
+	tb.run(t, chromedp.Text(sel, &before, chromedp.ByQuery))
+	require.Regexp(t, `^\+(\d+ ms|\d+\.\d s)$`, gaps[1], "recorded at least 300 ms after the intent")
+	ctx, cancel := context.WithTimeout(tb.ctx, 15*time.Second)
+	defer cancel()
+	var after string
+	require.NoError(t, chromedp.Run(ctx, chromedp.Poll(`document.querySelector('[data-testid="action-created"] time').textContent !== "just now"`, nil,
+		chromedp.WithPollingInterval(250*time.Millisecond))))
+	tb.run(t, chromedp.Text(sel, &after, chromedp.ByQuery))
+	require.Regexp(t, regexp.MustCompile(`^\d+ s ago$`), strings.TrimSpace(after))
+}
