@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
 
 	"github.com/arbiter-ledger/arbiter/services"
@@ -36,6 +37,9 @@ func TestPolicyPages(t *testing.T) {
 		p = b.post("/admin/policies", form)
 		require.Equal(t, http.StatusBadRequest, p.status)
 		require.Contains(t, flatText(p.testid("policy-condition-error")), "the condition does not compile")
+		celErr := p.testid("policy-condition-error")
+		require.Equal(t, "pre", goquery.NodeName(celErr), "monospace, lines kept: the caret stands under the column")
+		require.Contains(t, celErr.Text(), "\n | params.amount >\n | ...............^")
 		require.Equal(t, "params.amount >", p.testid("policy-form-condition").Text(), "what was typed is kept")
 
 		form.Set("condition", "params.amount > 100000")
