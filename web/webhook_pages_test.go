@@ -270,6 +270,8 @@ func TestWebhookPageFailingEndpoint(t *testing.T) {
 		}, 10*time.Second, 20*time.Millisecond)
 		require.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`, row.Find(`[data-testid="webhook-failing-since"] time`).AttrOr("datetime", ""))
 		require.Equal(t, "every namespace", row.Find(`[data-testid="webhook-namespaces"]`).Text())
+		require.Equal(t, "failing", row.Find(`[data-testid="webhook-failing"]`).Text(), "not a green enabled while every delivery fails")
+		require.Zero(t, row.Find(`.status-active`).Length())
 
 		p = b.get("/admin/webhooks/" + id)
 		d := p.testid("webhook-delivery")
