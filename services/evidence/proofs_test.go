@@ -97,6 +97,8 @@ func TestProofsAgainstCheckpoints(t *testing.T) {
 		other := services.Principal{Kind: "api_key", Role: services.RoleReader, Namespace: "support"}
 		_, err = log.Proof(ctx, other, entries[0].ID, -1)
 		require.ErrorIs(t, err, services.ErrNotFound, "another namespace's entry is not found")
+		_, err = log.Proof(ctx, reader, entries[0].ID, 51_213_750_913)
+		require.ErrorIs(t, err, services.ErrNotFound, "a size past 32 bits is no checkpoint, not a failed query")
 
 		e.refunds(t, "more", 5000)
 		require.Equal(t, 10000, e.logged(t, 10000, time.Minute))

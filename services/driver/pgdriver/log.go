@@ -243,7 +243,7 @@ func checkpoint(ctx context.Context, q querier, n int64) (*driver.LogCheckpoint,
 	var c driver.LogCheckpoint
 	var note string
 	err := q.QueryRowContext(ctx, `SELECT size, note, signed_at FROM log_checkpoints
-		WHERE $1 < 0 OR size = $1 ORDER BY size DESC LIMIT 1`, n).Scan(&c.Size, &note, &c.SignedAt)
+		WHERE $1::bigint < 0 OR size = $1::bigint ORDER BY size DESC LIMIT 1`, n).Scan(&c.Size, &note, &c.SignedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
