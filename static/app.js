@@ -148,3 +148,92 @@ document.addEventListener("htmx:beforeSwap", function (evt) {
     navigator.clipboard.writeText(b.dataset.copy).then(function () { done("Copied"); }, function () { done("Select and copy"); });
   });
 })();
+
+// --- Keyboard -----------------------------------------------------------------
+// j/k move through the rows of the queue or the list (the row's key link
+// takes the focus, so Enter opens it), x ticks the row, / searches, and on
+// an action a, r and c open approve, retry and compensate, d goes to the
+// panel; ? lists them. Nothing fires while the person types in a field, or
+// with Ctrl, Alt or Meta held.
+(function () {
+  var rowSel = '[data-testid="triage-row"], [data-testid="action-row"]';
+  function typing(el) {
+    if (!el) return false;
+    var tag = el.tagName;
+    return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || el.isContentEditable;
+  }
+  function current(rows) {
+    for (var i = 0; i < rows.length; i++) if (rows[i].classList.contains("kbd-current")) return i;
+    return -1;
+  }
+  function move(by) {
+    var rows = document.querySelectorAll(rowSel);
+    if (!rows.length) return;
+    var i = current(rows);
+    var next = i < 0 ? (by > 0 ? 0 : rows.length - 1) : Math.min(rows.length - 1, Math.max(0, i + by));
+    if (i >= 0) rows[i].classList.remove("kbd-current");
+    rows[next].classList.add("kbd-current");
+    var link = rows[next].querySelector('a[data-testid="triage-key"], a[data-testid="row-key"]');
+    if (link) link.focus();
+  }
+  function tick() {
+    var rows = document.querySelectorAll(rowSel);
+    var i = current(rows);
+    if (i < 0) return;
+    var box = rows[i].querySelector('input[name="ids"]');
+    if (!box) return;
+    box.checked = !box.checked;
+    box.dispatchEvent(new Event("change", { bubbles: true }));
+  }
+  function decision(name) {
+    var d = document.querySelector('details[data-decision="' + name + '"]');
+    if (!d) return false;
+    d.open = true;
+    var field = d.querySelector("textarea, input:not([type=hidden])");
+    (field || d.querySelector("summary")).focus();
+    return true;
+  }
+  document.addEventListener("keydown", function (ev) {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || typing(ev.target)) return;
+    var help = document.getElementById("keyboard-help");
+    if (help && help.open) return; // the dialog has the keyboard; Escape closes it
+    var done = true;
+    switch (ev.key) {
+      case "j": move(1); break;
+      case "k": move(-1); break;
+      case "x": tick(); break;
+      case "/":
+        var q = document.getElementById("f-q");
+        if (q) q.focus(); else window.location.assign("/actions#search");
+        break;
+      case "a": done = decision("approve"); break;
+      case "r": done = decision("retry"); break;
+      case "c": done = decision("compensate"); break;
+      case "d":
+        var panel = document.querySelector('[data-testid="decision-panel"] summary, [data-testid="decision-panel"]');
+        if (panel) { if (!panel.hasAttribute("tabindex") && panel.tagName !== "SUMMARY") panel.setAttribute("tabindex", "-1"); panel.focus(); } else done = false;
+        break;
+      case "?": if (help && help.showModal) help.showModal(); else done = false; break;
+      default: done = false;
+    }
+    if (done) {
+      ev.preventDefault();
+      swallow = ev.key;
+    }
+  });
+  // A shortcut that moved the focus into a field must not also type its
+  // letter there: a browser that sends the key's character after all (as
+  // some input methods do) has it dropped once.
+  var swallow = null;
+  document.addEventListener("keypress", function (ev) {
+    if (swallow !== null && ev.key === swallow) ev.preventDefault();
+    swallow = null;
+  }, true);
+  document.addEventListener("keyup", function () { swallow = null; });
+  document.addEventListener("DOMContentLoaded", function () {
+    if (window.location.hash === "#search") {
+      var q = document.getElementById("f-q");
+      if (q) q.focus();
+    }
+  });
+})();
