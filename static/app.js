@@ -1,24 +1,35 @@
 // Arbiter dashboard: small progressive enhancements on top of htmx.
 
-// --- Admin: copy a new API key -------------------------------------------
-// Buttons with data-copy="ID" copy the value of the field ID; they are hidden
-// in the markup so that without JavaScript nobody sees a dead button.
+// --- Copy buttons -------------------------------------------------------------
+// A button with data-copy="ID" copies the value of the field ID (a new API
+// key, a webhook secret); one with data-copy-text copies that text (an
+// action's key, id or JSON). They are hidden in the markup so that without
+// JavaScript nobody sees a dead button. The button says "Copied", or
+// "Select and copy" where the browser refuses.
 (function () {
+  var copy = "button[data-copy], button[data-copy-text]";
   function enableCopyButtons() {
-    document.querySelectorAll("button[data-copy]").forEach(function (b) {
+    document.querySelectorAll(copy).forEach(function (b) {
       if (navigator.clipboard) b.hidden = false;
     });
   }
   document.addEventListener("DOMContentLoaded", enableCopyButtons);
   document.addEventListener("htmx:afterSettle", enableCopyButtons);
   document.addEventListener("click", function (ev) {
-    var b = ev.target.closest && ev.target.closest("button[data-copy]");
+    var b = ev.target.closest && ev.target.closest(copy);
     if (!b) return;
-    var field = document.getElementById(b.getAttribute("data-copy"));
-    if (!field) return;
-    navigator.clipboard.writeText(field.value).then(function () {
-      b.textContent = "Copied";
-    });
+    var text = b.dataset.copyText;
+    if (text === undefined) {
+      var field = document.getElementById(b.dataset.copy);
+      if (!field) return;
+      text = field.value;
+    }
+    var label = b.textContent;
+    var said = function (words) {
+      b.textContent = words;
+      if (b.dataset.copyText !== undefined) setTimeout(function () { b.textContent = label; }, 2000);
+    };
+    navigator.clipboard.writeText(text).then(function () { said("Copied"); }, function () { said("Select and copy"); });
   });
   document.addEventListener("focusin", function (ev) {
     if (ev.target.matches && ev.target.matches("input[data-select-on-focus]")) ev.target.select();
@@ -126,27 +137,6 @@ document.addEventListener("htmx:beforeSwap", function (evt) {
   }
   document.addEventListener("DOMContentLoaded", function () { tick(); setInterval(tick, 5000); });
   document.addEventListener("htmx:afterSettle", tick);
-})();
-
-// --- Copy buttons -------------------------------------------------------------
-// A [data-copy] button puts its value on the clipboard and says so; where
-// the browser refuses, it says to select and copy instead.
-(function () {
-  function show() {
-    document.querySelectorAll("button[data-copy]").forEach(function (b) { b.hidden = false; });
-  }
-  document.addEventListener("DOMContentLoaded", show);
-  document.addEventListener("htmx:afterSettle", show);
-  document.addEventListener("click", function (ev) {
-    var b = ev.target.closest && ev.target.closest("button[data-copy]");
-    if (!b) return;
-    var done = function (text) {
-      b.textContent = text;
-      setTimeout(function () { b.textContent = "Copy"; }, 2000);
-    };
-    if (!navigator.clipboard) { done("Select and copy"); return; }
-    navigator.clipboard.writeText(b.dataset.copy).then(function () { done("Copied"); }, function () { done("Select and copy"); });
-  });
 })();
 
 // --- Keyboard -----------------------------------------------------------------

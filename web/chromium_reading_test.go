@@ -91,3 +91,33 @@ func TestBrowserReadingAnAction(t *testing.T) {
 		"the relative time did not change within 15 s")
 	require.Greater(t, seconds(), before)
 }
+
+// TestBrowserCopyNewAPIKey: the Copy button beside a new API key copies
+// the key itself, not the name of its field.
+func TestBrowserCopyNewAPIKey(t *testing.T) {
+	t.Parallel()
+	st := dbtest.Open(t, services.SQLite)
+	d := newDesk(t, st)
+	pw := d.user("root@example.com", services.RoleAdmin)
+	tb := newTab(t, true)
+	tb.signIn(t, d.srv.URL, "root@example.com", pw)
+	var secret, copied string
+	tb.run(t,
+		cdpbrowser.GrantPermissions([]cdpbrowser.PermissionType{cdpbrowser.PermissionTypeClipboardReadWrite, cdpbrowser.PermissionTypeClipboardSanitizedWrite}).
+			WithOrigin(d.srv.URL),
+		chromedp.Navigate(d.srv.URL+"/admin/keys"),
+		chromedp.WaitVisible(`#key-name`, chromedp.ByQuery),
+		chromedp.SendKeys(`#key-namespace`, "payments", chromedp.ByQuery),
+		chromedp.SendKeys(`#key-name`, "refund-bot", chromedp.ByQuery),
+		chromedp.Click(testid("key-form")+` button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`button[data-copy="new-api-key"]`, chromedp.ByQuery),
+		chromedp.Value(`#new-api-key`, &secret, chromedp.ByQuery),
+		chromedp.Click(`button[data-copy="new-api-key"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`//button[@data-copy="new-api-key" and text()="Copied"]`, chromedp.BySearch),
+		chromedp.Evaluate(`navigator.clipboard.readText()`, &copied, func(p *runtime.EvaluateParams) *runtime.EvaluateParams {
+			return p.WithAwaitPromise(true)
+		}),
+	)
+	require.Regexp(t, `^ak_[0-9A-Za-z]{32}$`, secret)
+	require.Equal(t, secret, copied)
+}
