@@ -76,12 +76,17 @@ func (h *auditHandler) consistency(c echo.Context) error {
 // writes to its file).
 func (h *auditHandler) export(c echo.Context) error {
 	q := evidence.ExportQuery{Namespace: c.QueryParam("namespace")}
-	var err error
-	if q.Since, err = timeQuery(c, "since"); err != nil {
-		return err
-	}
-	if q.Until, err = timeQuery(c, "until"); err != nil {
-		return err
+	for _, b := range []struct {
+		name string
+		to   *time.Time
+	}{{"since", &q.Since}, {"until", &q.Until}} {
+		t, err := timeParam(c.QueryParams(), b.name) // given empty is 400, as for the action list
+		if err != nil {
+			return err
+		}
+		if t != nil {
+			*b.to = *t
+		}
 	}
 	if q.Namespace == "" {
 		return services.Errorf(services.CodeInvalid, "namespace is required")
@@ -102,19 +107,6 @@ func (h *auditHandler) export(c echo.Context) error {
 		w.start()
 	}
 	return nil
-}
-
-// timeQuery reads an RFC 3339 time; absent is the zero time.
-func timeQuery(c echo.Context, name string) (time.Time, error) {
-	v := c.QueryParam(name)
-	if v == "" {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return time.Time{}, services.Errorf(services.CodeInvalid, "%s must be an RFC 3339 time (2026-01-02T15:04:05Z), got %q", name, v)
-	}
-	return t, nil
 }
 
 // lazyHeader writes the answer's status and type with its first bytes.
